@@ -1,0 +1,26 @@
+// Package engine is strictgrade's only door to a container runtime.
+//
+// Every container it creates carries one hardened profile that callers
+// cannot weaken: a numeric non-root user, all capabilities dropped,
+// no-new-privileges, no network, a read-only root filesystem with a
+// size-capped noexec tmpfs, pids, memory (no swap), CPU and ulimit limits, an
+// init process, private IPC and a bounded log driver. Spec has no field that
+// could add a capability, a bind mount, a device or a host namespace.
+//
+// Archives cross the container boundary only through the functions of
+// transfer.go — CopyIn, the collection step of Run, and a Session's CopyIn
+// and CopyOut — and all of them pass every byte through the tar firewall;
+// nothing else in the module calls the Docker copy API (a test enforces
+// it). Copies happen while no process of the container can run: into a
+// loader container that is never started, out of a container that has
+// exited, or, for an interactive Session, with the container frozen by
+// the cgroup freezer for the duration of the copy.
+//
+// Every container and volume is labelled with the run id and the phase and is
+// removed on every path, on a context that outlives the caller's. GC reaps
+// what a killed process left behind.
+//
+// The Docker implementation talks to the daemon named by the usual
+// environment (DOCKER_HOST or the default socket) and never bind-mounts host
+// paths, so it works with a remote daemon too.
+package engine

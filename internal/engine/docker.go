@@ -1,0 +1,283 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+)
+
+// Config configures the Docker engine. The zero value is usable.
+type Config struct {
+	// Runtime is the OCI runtime to require and use by default ("runsc"
+	// for gVisor); empty means the daemon's default runtime.
+	Runtime string
+	// CleanupTimeout bounds each removal done on the way out; default 30s.
+	CleanupTimeout time.Duration
+	// Logger receives debug logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Docker is the Engine backed by a Docker daemon.
+type Docker struct {
+	cli     *client.Client
+	cfg     Config
+	log     *slog.Logger
+	info    PreflightInfo
+	loaderM sync.Mutex
+	loader  string // image ID of the loader image, once made
+}
+
+var _ Engine = (*Docker)(nil)
+
+// PreflightInfo is what the preflight learned about the daemon.
+type PreflightInfo struct {
+	ServerVersion string
+	APIVersion    string
+	Runtime       string
+	CgroupVersion string
+	Rootless      bool
+	UserNS        bool
+}
+
+// NewDocker connects to the daemon named by the environment, negotiates the
+// API version and runs the preflight once: the daemon must report seccomp,
+// the memory, swap and pids controllers, and the configured runtime.
+func NewDocker(ctx context.Context, cfg Config) (*Docker, error) {
+	if cfg.CleanupTimeout <= 0 {
+		cfg.CleanupTimeout = 30 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("engine: docker client: %w", err)
+	}
+	d := &Docker{cli: cli, cfg: cfg, log: log}
+	if err := d.preflight(ctx); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close releases the client's connections.
+func (d *Docker) Close() error { return d.cli.Close() }
+
+// Info returns what the preflight found.
+func (d *Docker) Info() PreflightInfo { return d.info }
+
+func (d *Docker) preflight(ctx context.Context) error {
+	if _, err := d.cli.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: docker daemon not reachable: %v", ErrPreflight, err)
+	}
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: docker info: %v", ErrPreflight, err)
+	}
+	var problems []string
+	seccomp := false
+	for _, o := range info.SecurityOptions {
+		switch {
+		case strings.HasPrefix(o, "name=seccomp"):
+			seccomp = !strings.Contains(o, "profile=unconfined")
+		case strings.HasPrefix(o, "name=rootless"):
+			d.info.Rootless = true
+		case strings.HasPrefix(o, "name=userns"):
+			d.info.UserNS = true
+		}
+	}
+	if !seccomp {
+		problems = append(problems, "seccomp is not enabled")
+	}
+	if !info.MemoryLimit {
+		problems = append(problems, "no memory limit support")
+	}
+	if !info.SwapLimit {
+		problems = append(problems, "no swap limit support")
+	}
+	if !info.PidsLimit {
+		problems = append(problems, "no pids limit support")
+	}
+	rt := d.cfg.Runtime
+	if rt == "" {
+		rt = info.DefaultRuntime
+	}
+	if _, ok := info.Runtimes[rt]; !ok {
+		problems = append(problems, fmt.Sprintf("runtime %q not available", rt))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrPreflight, strings.Join(problems, "; "))
+	}
+	d.info.ServerVersion = info.ServerVersion
+	d.info.APIVersion = d.cli.ClientVersion()
+	d.info.Runtime = rt
+	d.info.CgroupVersion = info.CgroupVersion
+	return nil
+}
+
+// cleanupCtx returns a context for removals that survives the caller's
+// cancellation but not forever.
+func (d *Docker) cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d.cfg.CleanupTimeout)
+}
+
+func randomSuffix() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// objectName gives every container and volume a unique, recognisable name,
+// so that an object whose create call was interrupted can still be found
+// and removed by name.
+func objectName(run, phase string) string {
+	return "sg-" + run + "-" + phase + "-" + randomSuffix()
+}
+
+// NewVolume creates an empty volume whose root directory belongs to the
+// sandbox user.
+func (d *Docker) NewVolume(ctx context.Context, run, phase string) (name string, err error) {
+	if !labelSafe(run) || !labelSafe(phase) {
+		return "", fmt.Errorf("%w: run and phase must be [a-z0-9-] of at most 64 bytes", ErrSpec)
+	}
+	name = objectName(run, phase)
+	defer func() {
+		if err != nil {
+			cctx, cancel := d.cleanupCtx(ctx)
+			defer cancel()
+			_ = d.RemoveVolume(cctx, name)
+		}
+	}()
+	cctx, cancel := d.cleanupCtx(ctx)
+	_, err = d.cli.VolumeCreate(cctx, volume.CreateOptions{Name: name, Driver: "local", Labels: labels(run, phase)})
+	cancel()
+	if err != nil {
+		return "", fmt.Errorf("engine: create volume: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	// Mounting the empty volume where the loader image has a directory
+	// owned by the sandbox user copies that ownership onto the volume root.
+	id, err := d.createLoader(ctx, run, name)
+	if id != "" {
+		d.removeContainer(ctx, id)
+	}
+	if err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// RemoveVolume removes a volume; a missing one is not an error.
+func (d *Docker) RemoveVolume(ctx context.Context, name string) error {
+	err := d.cli.VolumeRemove(ctx, name, true)
+	if err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("engine: remove volume %s: %w", name, err)
+	}
+	return nil
+}
+
+// removeContainer force-removes a container on a cleanup context and logs
+// (rather than returns) a failure: GC is the backstop.
+func (d *Docker) removeContainer(ctx context.Context, id string) {
+	cctx, cancel := d.cleanupCtx(ctx)
+	defer cancel()
+	err := d.cli.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !errdefs.IsNotFound(err) {
+		d.log.Warn("container removal failed", "container", id, "err", err)
+	}
+}
+
+// create makes a container with the given configuration under a fresh name,
+// treats any daemon warning as fatal, and asserts the profile by inspect.
+// When it returns a non-empty id the caller owns its removal, also on error.
+func (d *Docker) create(ctx context.Context, name string, cfg *container.Config, hc *container.HostConfig) (string, container.InspectResponse, error) {
+	// The create call itself is not interrupted by ctx: a request cut
+	// off mid-flight can leave a container the client never heard of.
+	// Cancellation is honoured right after it instead.
+	cctx, cancel := d.cleanupCtx(ctx)
+	resp, err := d.cli.ContainerCreate(cctx, cfg, hc, nil, nil, name)
+	cancel()
+	id := resp.ID
+	if err != nil {
+		d.removeContainer(ctx, name)
+		return "", container.InspectResponse{}, fmt.Errorf("engine: create container: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return id, container.InspectResponse{}, err
+	}
+	if len(resp.Warnings) > 0 {
+		return id, container.InspectResponse{}, fmt.Errorf("%w: daemon warnings: %s", ErrProfile, strings.Join(resp.Warnings, "; "))
+	}
+	ins, err := d.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return id, ins, fmt.Errorf("engine: inspect container: %w", err)
+	}
+	if err := assertApplied(ins, cfg, hc); err != nil {
+		return id, ins, err
+	}
+	return id, ins, nil
+}
+
+// GC removes managed containers and volumes that match opts.
+func (d *Docker) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
+	var rep GCReport
+	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
+	if opts.Run != "" {
+		f.Add("label", LabelRun+"="+opts.Run)
+	}
+	cutoff := time.Now().Add(-opts.OlderThan)
+	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return rep, fmt.Errorf("engine: list containers: %w", err)
+	}
+	var errs []error
+	for _, c := range cs {
+		if opts.OlderThan > 0 && time.Unix(c.Created, 0).After(cutoff) {
+			continue
+		}
+		err := d.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		rep.Containers = append(rep.Containers, c.ID)
+	}
+	vs, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+	if err != nil {
+		return rep, errors.Join(append(errs, fmt.Errorf("engine: list volumes: %w", err))...)
+	}
+	for _, v := range vs.Volumes {
+		if opts.OlderThan > 0 {
+			if t, err := time.Parse(time.RFC3339, v.CreatedAt); err == nil && t.After(cutoff) {
+				continue
+			}
+		}
+		if err := d.RemoveVolume(ctx, v.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rep.Volumes = append(rep.Volumes, v.Name)
+	}
+	slices.Sort(rep.Containers)
+	slices.Sort(rep.Volumes)
+	return rep, errors.Join(errs...)
+}

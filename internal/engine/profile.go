@@ -1,0 +1,260 @@
+package engine
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/strslice"
+)
+
+// stopTimeout is zero seconds: the profile's stop signal is SIGKILL.
+var stopTimeout = 0
+
+// labels returns the labels every object of a run carries.
+func labels(run, phase string) map[string]string {
+	return map[string]string{LabelManaged: "true", LabelRun: run, LabelPhase: phase}
+}
+
+// validateSpec checks what the daemon would otherwise interpret loosely.
+func validateSpec(s Spec) error {
+	if s.Run == "" || s.Phase == "" || s.Image == "" {
+		return fmt.Errorf("%w: run, phase and image are required", ErrSpec)
+	}
+	if !labelSafe(s.Run) || !labelSafe(s.Phase) {
+		return fmt.Errorf("%w: run and phase must be [a-z0-9-] of at most 64 bytes", ErrSpec)
+	}
+	seen := map[string]bool{}
+	for _, m := range s.Mounts {
+		if m.Volume == "" || !path.IsAbs(m.Target) || path.Clean(m.Target) != m.Target || m.Target == "/" {
+			return fmt.Errorf("%w: mount %q at %q", ErrSpec, m.Volume, m.Target)
+		}
+		if seen[m.Target] {
+			return fmt.Errorf("%w: two mounts at %q", ErrSpec, m.Target)
+		}
+		seen[m.Target] = true
+	}
+	for _, c := range s.Collect {
+		if !path.IsAbs(c) || path.Clean(c) != c || c == "/" {
+			return fmt.Errorf("%w: collect path %q", ErrSpec, c)
+		}
+	}
+	for _, e := range s.Env {
+		if !strings.Contains(e, "=") {
+			return fmt.Errorf("%w: environment entry %q lacks '='", ErrSpec, e)
+		}
+	}
+	return nil
+}
+
+func labelSafe(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// hardened builds the container configuration for a spec whose limits have
+// been resolved. Nothing in Spec can loosen what is set here.
+func hardened(s Spec, l Limits, stdin bool) (*container.Config, *container.HostConfig) {
+	cfg := &container.Config{
+		User:            SandboxUser,
+		Env:             slices.Clone(s.Env),
+		Cmd:             strslice.StrSlice(slices.Clone(s.Cmd)),
+		WorkingDir:      s.WorkDir,
+		Image:           s.Image,
+		Labels:          labels(s.Run, s.Phase),
+		NetworkDisabled: true,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		AttachStdin:     stdin,
+		OpenStdin:       stdin,
+		StdinOnce:       stdin,
+		Tty:             false,
+		StopSignal:      "SIGKILL",
+		StopTimeout:     &stopTimeout,
+		Hostname:        "sandbox",
+	}
+	if cfg.Env == nil {
+		cfg.Env = []string{}
+	}
+	pids := l.PIDs
+	init := true
+	hc := &container.HostConfig{
+		NetworkMode:    container.NetworkMode("none"),
+		ReadonlyRootfs: true,
+		CapDrop:        strslice.StrSlice{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges=true"},
+		Privileged:     false,
+		IpcMode:        container.IPCModePrivate,
+		ShmSize:        16 << 20,
+		CgroupnsMode:   container.CgroupnsModePrivate,
+		Init:           &init,
+		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		AutoRemove:     false,
+		OomScoreAdj:    500,
+		Runtime:        s.Runtime,
+		LogConfig: container.LogConfig{
+			Type:   "json-file",
+			Config: map[string]string{"max-size": "1m", "max-file": "1"},
+		},
+		Tmpfs: map[string]string{
+			"/tmp": fmt.Sprintf("rw,noexec,nosuid,nodev,size=%d,mode=1777", l.TmpfsBytes),
+		},
+		Resources: container.Resources{
+			Memory:     l.MemoryBytes,
+			MemorySwap: l.MemoryBytes,
+			PidsLimit:  &pids,
+			NanoCPUs:   l.NanoCPUs,
+			Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: l.OpenFiles, Hard: l.OpenFiles},
+				{Name: "fsize", Soft: l.FileBytes, Hard: l.FileBytes},
+				{Name: "core", Soft: 0, Hard: 0},
+			},
+		},
+	}
+	for _, m := range s.Mounts {
+		hc.Mounts = append(hc.Mounts, mount.Mount{
+			Type:          mount.TypeVolume,
+			Source:        m.Volume,
+			Target:        m.Target,
+			ReadOnly:      m.ReadOnly,
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true},
+		})
+	}
+	return cfg, hc
+}
+
+// assertApplied compares what the daemon reports for a created container
+// with what was asked. Any difference is ErrProfile.
+func assertApplied(got container.InspectResponse, wantCfg *container.Config, want *container.HostConfig) error {
+	var problems []string
+	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	h := got.HostConfig
+	c := got.Config
+	if h == nil || c == nil {
+		return fmt.Errorf("%w: inspect returned no configuration", ErrProfile)
+	}
+	if c.User != SandboxUser {
+		bad("user %q", c.User)
+	}
+	if !c.NetworkDisabled {
+		bad("network not disabled")
+	}
+	if string(h.NetworkMode) != "none" {
+		bad("network mode %q", h.NetworkMode)
+	}
+	if got.NetworkSettings != nil {
+		for name := range got.NetworkSettings.Networks {
+			if name != "none" {
+				bad("attached to network %q", name)
+			}
+		}
+	}
+	if !h.ReadonlyRootfs {
+		bad("root filesystem writable")
+	}
+	if h.Privileged {
+		bad("privileged")
+	}
+	if len(h.CapAdd) != 0 {
+		bad("capabilities added: %v", h.CapAdd)
+	}
+	if !slices.Equal([]string(h.CapDrop), []string{"ALL"}) {
+		bad("capabilities dropped: %v", h.CapDrop)
+	}
+	if !slices.Contains(h.SecurityOpt, "no-new-privileges=true") {
+		bad("no-new-privileges missing: %v", h.SecurityOpt)
+	}
+	for _, o := range h.SecurityOpt {
+		if strings.Contains(o, "unconfined") || strings.HasPrefix(o, "label=disable") || strings.HasPrefix(o, "seccomp") {
+			bad("security option %q", o)
+		}
+	}
+	if len(h.Binds) != 0 || len(h.VolumesFrom) != 0 || len(h.Devices) != 0 || len(h.DeviceRequests) != 0 || len(h.Links) != 0 {
+		bad("binds, volumes-from, devices or links present")
+	}
+	if h.PidMode != "" || h.UTSMode != "" || h.UsernsMode != "" || h.IpcMode != container.IPCModePrivate || h.CgroupnsMode == container.CgroupnsModeHost {
+		bad("namespace sharing: pid=%q uts=%q userns=%q ipc=%q cgroupns=%q", h.PidMode, h.UTSMode, h.UsernsMode, h.IpcMode, h.CgroupnsMode)
+	}
+	if h.MaskedPaths != nil && len(h.MaskedPaths) == 0 {
+		bad("masked paths cleared")
+	}
+	if h.Init == nil || !*h.Init {
+		bad("init not enabled")
+	}
+	r := h.Resources
+	if r.Memory != want.Memory || r.MemorySwap != want.Memory {
+		bad("memory %d swap %d, want %d", r.Memory, r.MemorySwap, want.Memory)
+	}
+	if r.PidsLimit == nil || *r.PidsLimit != *want.PidsLimit {
+		bad("pids limit not applied")
+	}
+	if r.NanoCPUs != want.NanoCPUs {
+		bad("cpu quota %d, want %d", r.NanoCPUs, want.NanoCPUs)
+	}
+	if r.OomKillDisable != nil && *r.OomKillDisable {
+		bad("oom killer disabled")
+	}
+	if !ulimitsEqual(r.Ulimits, want.Ulimits) {
+		bad("ulimits not applied")
+	}
+	if h.LogConfig.Type != want.LogConfig.Type || h.LogConfig.Config["max-size"] != want.LogConfig.Config["max-size"] {
+		bad("log driver %q %v", h.LogConfig.Type, h.LogConfig.Config)
+	}
+	if len(h.Tmpfs) != len(want.Tmpfs) || h.Tmpfs["/tmp"] != want.Tmpfs["/tmp"] {
+		bad("tmpfs %v", h.Tmpfs)
+	}
+	if len(h.Mounts) != len(want.Mounts) {
+		bad("mounts %d, want %d", len(h.Mounts), len(want.Mounts))
+	} else {
+		for i, m := range h.Mounts {
+			w := want.Mounts[i]
+			if m.Type != mount.TypeVolume || m.Source != w.Source || m.Target != w.Target || m.ReadOnly != w.ReadOnly {
+				bad("mount %d: %s %s→%s ro=%v", i, m.Type, m.Source, m.Target, m.ReadOnly)
+			}
+		}
+	}
+	for _, mp := range got.Mounts {
+		if mp.Type != mount.TypeVolume {
+			bad("mount of type %s at %s", mp.Type, mp.Destination)
+		}
+		if strings.Contains(mp.Source, "docker.sock") || strings.Contains(mp.Destination, "docker.sock") {
+			bad("docker socket mounted")
+		}
+	}
+	if h.Runtime != want.Runtime && want.Runtime != "" {
+		bad("runtime %q, want %q", h.Runtime, want.Runtime)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrProfile, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func ulimitsEqual(a, b []*container.Ulimit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, w := range b {
+		found := false
+		for _, g := range a {
+			if g != nil && g.Name == w.Name && g.Soft == w.Soft && g.Hard == w.Hard {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

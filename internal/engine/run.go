@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+)
+
+// drainTimeout bounds how long Run waits for the attach stream to end after
+// the container has stopped.
+const drainTimeout = 15 * time.Second
+
+// Run implements Engine. Order matters: attach and wait are registered
+// before start, so neither the first bytes nor a fast exit can be missed.
+func (d *Docker) Run(ctx context.Context, spec Spec) (*Result, error) {
+	if err := validateSpec(spec); err != nil {
+		return nil, err
+	}
+	lim, err := spec.Limits.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if spec.Runtime == "" {
+		spec.Runtime = d.cfg.Runtime
+	}
+	withStdin := spec.Stdin != nil
+	cfg, hc := hardened(spec, lim, withStdin)
+	id, ins, err := d.create(ctx, objectName(spec.Run, spec.Phase), cfg, hc)
+	if id != "" {
+		defer d.removeContainer(ctx, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{ContainerID: id, ImageID: ins.Image}
+
+	att, err := d.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: withStdin, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("engine: attach: %w", err)
+	}
+	defer att.Close()
+	waitCtx, stopWait := context.WithCancel(ctx)
+	defer stopWait()
+	waitC, errC := d.cli.ContainerWait(waitCtx, id, container.WaitConditionNextExit)
+
+	overflow := make(chan struct{}, 1)
+	signalOver := func() {
+		if lim.KillOnOutputLimit {
+			select {
+			case overflow <- struct{}{}:
+			default:
+			}
+		}
+	}
+	stdout := &capBuffer{max: lim.StdoutBytes, onOver: signalOver}
+	stderr := &capBuffer{max: lim.StderrBytes, onOver: signalOver}
+	copyDone := make(chan error, 1)
+	go func() { copyDone <- demux(att.Reader, stdout, stderr, nil) }()
+
+	start := time.Now()
+	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return nil, fmt.Errorf("engine: start: %w", err)
+	}
+	if withStdin {
+		go func() {
+			_, _ = att.Conn.Write(spec.Stdin)
+			_ = att.CloseWrite()
+		}()
+	}
+
+	timer := time.NewTimer(lim.Wall)
+	defer timer.Stop()
+	var killedFor ExitKind
+	var status container.WaitResponse
+	select {
+	case status = <-waitC:
+	case err := <-errC:
+		return nil, fmt.Errorf("engine: wait: %w", err)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		killedFor = ExitTimeout
+	case <-overflow:
+		killedFor = ExitOutputLimit
+	}
+	if killedFor != "" {
+		if status, err = d.kill(ctx, id, waitC, errC); err != nil {
+			return nil, err
+		}
+	}
+	res.Duration = time.Since(start)
+	if status.Error != nil {
+		return nil, fmt.Errorf("engine: wait: %s", status.Error.Message)
+	}
+
+	select {
+	case err := <-copyDone:
+		if err != nil {
+			return nil, fmt.Errorf("engine: output stream: %w", err)
+		}
+	case <-time.After(drainTimeout):
+		return nil, fmt.Errorf("engine: output stream did not end %v after exit", drainTimeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	res.Stdout, res.StdoutTruncated = stdout.buf.Bytes(), stdout.truncated
+	res.Stderr, res.StderrTruncated = stderr.buf.Bytes(), stderr.truncated
+
+	final, err := d.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("engine: inspect after exit: %w", err)
+	}
+	if final.State == nil || final.State.Running {
+		return nil, errors.New("engine: container still running after exit")
+	}
+	res.Code = final.State.ExitCode
+	switch {
+	case killedFor == ExitTimeout:
+		res.Exit = ExitTimeout
+	case final.State.OOMKilled:
+		res.Exit = ExitOOM
+	case killedFor == ExitOutputLimit:
+		res.Exit = ExitOutputLimit
+	default:
+		res.Exit = ExitExited
+	}
+
+	if len(spec.Collect) > 0 {
+		res.Collected = make(map[string]Collected, len(spec.Collect))
+		for _, p := range spec.Collect {
+			c, err := d.collect(ctx, id, p, spec.CollectPolicy)
+			if err != nil {
+				return nil, err
+			}
+			res.Collected[p] = c
+		}
+	}
+	return res, nil
+}
+
+// kill sends SIGKILL and waits for the exit to be reported, on a context
+// that survives the caller's for a bounded time.
+func (d *Docker) kill(ctx context.Context, id string, waitC <-chan container.WaitResponse, errC <-chan error) (container.WaitResponse, error) {
+	kctx, cancel := d.cleanupCtx(ctx)
+	defer cancel()
+	if err := d.cli.ContainerKill(kctx, id, "SIGKILL"); err != nil {
+		// It may have exited on its own in the meantime.
+		d.log.Debug("kill failed", "container", id, "err", err)
+	}
+	select {
+	case st := <-waitC:
+		return st, nil
+	case err := <-errC:
+		return container.WaitResponse{}, fmt.Errorf("engine: wait after kill: %w", err)
+	case <-kctx.Done():
+		return container.WaitResponse{}, errors.New("engine: no exit reported after SIGKILL")
+	}
+}

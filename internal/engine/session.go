@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+)
+
+// Session is a running hardened container that takes commands, for agent
+// loops that run on the host and act in the container one command at a
+// time. Its main process only waits; commands run through exec, each under
+// an in-container SIGKILL timeout and a host-side backstop that kills the
+// whole container.
+type Session struct {
+	d       *Docker
+	id      string
+	imageID string
+	spec    Spec
+	mu      sync.Mutex // serialises exec, copies and close
+	closed  bool
+	dead    bool // the backstop killed the container
+}
+
+// ExecSpec is one command in a Session.
+type ExecSpec struct {
+	Cmd         []string
+	Env         []string
+	WorkDir     string
+	Stdin       []byte
+	Wall        time.Duration // default 60s, at most the session's wall limit
+	StdoutBytes int64         // default DefaultLimits.StdoutBytes
+	StderrBytes int64         // default DefaultLimits.StderrBytes
+}
+
+// ExecResult is the outcome of one command.
+type ExecResult struct {
+	Code            int
+	Exit            ExitKind // exited or timeout
+	Stdout, Stderr  []byte
+	StdoutTruncated bool
+	StderrTruncated bool
+	Duration        time.Duration
+}
+
+// ErrSessionClosed is returned by a Session that was closed or killed.
+var ErrSessionClosed = errors.New("engine: session closed")
+
+// execGrace is how long after the in-container timeout the host waits
+// before killing the whole container.
+const execGrace = 5 * time.Second
+
+// Start creates and starts a session container. spec.Cmd is ignored: the
+// main process is the image's `sleep` for the session's wall limit, so the
+// image must provide sleep and timeout (the Python image does). The
+// container is killed when the wall limit passes even if nobody calls Close.
+func (d *Docker) Start(ctx context.Context, spec Spec) (*Session, error) {
+	if err := validateSpec(spec); err != nil {
+		return nil, err
+	}
+	lim, err := spec.Limits.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if spec.Runtime == "" {
+		spec.Runtime = d.cfg.Runtime
+	}
+	spec.Cmd = []string{"sleep", strconv.FormatInt(int64(lim.Wall/time.Second)+1, 10)}
+	spec.Limits = lim
+	cfg, hc := hardened(spec, lim, false)
+	id, ins, err := d.create(ctx, objectName(spec.Run, spec.Phase), cfg, hc)
+	if err != nil {
+		if id != "" {
+			d.removeContainer(ctx, id)
+		}
+		return nil, err
+	}
+	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		d.removeContainer(ctx, id)
+		return nil, fmt.Errorf("engine: start session: %w", err)
+	}
+	return &Session{d: d, id: id, imageID: ins.Image, spec: spec}, nil
+}
+
+// ContainerID returns the session container's ID.
+func (s *Session) ContainerID() string { return s.id }
+
+// ImageID returns the ID of the image the session runs.
+func (s *Session) ImageID() string { return s.imageID }
+
+// Exec runs one command and returns its bounded output. A command that
+// outlives its wall limit is killed inside the container; if that fails to
+// end it, the whole session is killed and ErrSessionClosed follows.
+func (s *Session) Exec(ctx context.Context, e ExecSpec) (*ExecResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.dead {
+		return nil, ErrSessionClosed
+	}
+	if len(e.Cmd) == 0 {
+		return nil, fmt.Errorf("%w: empty command", ErrSpec)
+	}
+	wall := e.Wall
+	if wall <= 0 {
+		wall = DefaultLimits.Wall
+	}
+	wall = min(wall, s.spec.Limits.Wall)
+	outCap := e.StdoutBytes
+	if outCap <= 0 {
+		outCap = DefaultLimits.StdoutBytes
+	}
+	errCap := e.StderrBytes
+	if errCap <= 0 {
+		errCap = DefaultLimits.StderrBytes
+	}
+	secs := strconv.FormatFloat(wall.Seconds(), 'f', 3, 64)
+	cmd := append([]string{"timeout", "-s", "KILL", secs}, e.Cmd...)
+	withStdin := e.Stdin != nil
+	created, err := s.d.cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{
+		User: SandboxUser, Cmd: cmd, Env: e.Env, WorkingDir: e.WorkDir,
+		AttachStdin: withStdin, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: exec create: %w", err)
+	}
+	att, err := s.d.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("engine: exec attach: %w", err)
+	}
+	defer att.Close()
+	start := time.Now()
+	if withStdin {
+		go func() {
+			_, _ = att.Conn.Write(e.Stdin)
+			_ = att.CloseWrite()
+		}()
+	}
+	stdout := &capBuffer{max: outCap}
+	stderr := &capBuffer{max: errCap}
+	done := make(chan error, 1)
+	go func() { done <- demux(att.Reader, stdout, stderr, nil) }()
+	backstop := time.NewTimer(wall + execGrace)
+	defer backstop.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, fmt.Errorf("engine: exec output: %w", err)
+		}
+	case <-backstop.C:
+		s.kill(ctx)
+		return nil, fmt.Errorf("%w: command outlived its limit and the session was killed", ErrSessionClosed)
+	case <-ctx.Done():
+		s.kill(ctx)
+		return nil, ctx.Err()
+	}
+	ins, err := s.d.cli.ContainerExecInspect(ctx, created.ID)
+	if err != nil {
+		return nil, fmt.Errorf("engine: exec inspect: %w", err)
+	}
+	res := &ExecResult{
+		Code: ins.ExitCode, Exit: ExitExited, Duration: time.Since(start),
+		Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(),
+		StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated,
+	}
+	// timeout(1) exits 137 after SIGKILL; 124 when the signal was TERM.
+	if ins.ExitCode == 137 && res.Duration >= wall {
+		res.Exit = ExitTimeout
+	}
+	return res, nil
+}
+
+// kill stops the container for good; the session cannot be used again.
+func (s *Session) kill(ctx context.Context) {
+	s.dead = true
+	kctx, cancel := s.d.cleanupCtx(ctx)
+	defer cancel()
+	_ = s.d.cli.ContainerKill(kctx, s.id, "SIGKILL")
+}
+
+// Stop kills the session's processes, leaving the stopped container for
+// CopyOut. It is safe to call more than once.
+func (s *Session) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrSessionClosed
+	}
+	if !s.dead {
+		s.kill(ctx)
+	}
+	wctx, cancel := s.d.cleanupCtx(ctx)
+	defer cancel()
+	waitC, errC := s.d.cli.ContainerWait(wctx, s.id, container.WaitConditionNotRunning)
+	select {
+	case <-waitC:
+		return nil
+	case err := <-errC:
+		return fmt.Errorf("engine: stop session: %w", err)
+	}
+}
+
+// Close removes the session container. It is safe to call more than once
+// and on every path; the container is removed even if ctx is cancelled.
+func (s *Session) Close(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.d.removeContainer(ctx, s.id)
+}

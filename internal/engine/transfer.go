@@ -1,0 +1,231 @@
+package engine
+
+// This file is the only place in the module that calls the Docker copy API
+// (CopyToContainer, CopyFromContainer). Both directions pass every archive
+// through the firewall; TestCopyAPIConfined enforces the confinement.
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/strictgrade/strictgrade/firewall"
+)
+
+// loaderMount is where a loader container mounts the volume it fills.
+const loaderMount = "/v"
+
+// createLoader creates, and never starts, a hardened container with the
+// volume mounted writable at loaderMount. The caller removes it.
+func (d *Docker) createLoader(ctx context.Context, run, vol string) (string, error) {
+	img, err := d.loaderImage(ctx)
+	if err != nil {
+		return "", err
+	}
+	lim, _ := Limits{}.resolve()
+	spec := Spec{
+		Run:     run,
+		Phase:   "loader",
+		Image:   img,
+		Cmd:     []string{"/never-started"},
+		Mounts:  []Mount{{Volume: vol, Target: loaderMount}},
+		Runtime: d.cfg.Runtime,
+	}
+	cfg, hc := hardened(spec, lim, false)
+	// The one place where the image's directory is copied onto the volume:
+	// it gives a fresh volume's root to the sandbox user.
+	hc.Mounts[0].VolumeOptions.NoCopy = false
+	id, _, err := d.create(ctx, objectName(run, "loader"), cfg, hc)
+	return id, err
+}
+
+// CopyIn implements Engine. The archive is filtered to a temporary file
+// first, so a rejected archive never reaches the volume, and only the
+// canonical bytes are copied into the stopped loader container.
+func (d *Docker) CopyIn(ctx context.Context, run, vol string, archive io.Reader, opts CopyInOptions) (*firewall.Manifest, error) {
+	if !labelSafe(run) {
+		return nil, fmt.Errorf("%w: run must be [a-z0-9-] of at most 64 bytes", ErrSpec)
+	}
+	src, man, cleanup, err := stage(ctx, archive, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	id, err := d.createLoader(ctx, run, vol)
+	if id != "" {
+		defer d.removeContainer(ctx, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := d.cli.CopyToContainer(ctx, id, loaderMount, src, container.CopyToContainerOptions{}); err != nil {
+		return nil, fmt.Errorf("engine: copy into volume: %w", err)
+	}
+	return man, nil
+}
+
+// stage filters archive into a temporary file, so that a rejected archive
+// never reaches a container, and returns a reader of the canonical bytes
+// (with the sandbox user as owner when opts.Writable) and a cleanup that
+// removes the file.
+func stage(ctx context.Context, archive io.Reader, opts CopyInOptions) (io.Reader, *firewall.Manifest, func(), error) {
+	tmp, err := os.CreateTemp("", "strictgrade-copyin-*.tar")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("engine: staging file: %w", err)
+	}
+	var pr *io.PipeReader
+	cleanup := func() {
+		if pr != nil {
+			pr.Close()
+		}
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}
+	man, err := firewall.Filter(ctx, archive, tmp, opts.Policy)
+	if err == nil {
+		_, err = tmp.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, err
+	}
+	if !opts.Writable {
+		return tmp, man, cleanup, nil
+	}
+	var pw *io.PipeWriter
+	pr, pw = io.Pipe()
+	go func() { pw.CloseWithError(chownArchive(tmp, pw, SandboxUID)) }()
+	return pr, man, cleanup, nil
+}
+
+// chownArchive rewrites the owner of every entry of a canonical archive.
+// Its input is the firewall's own output, never untrusted bytes.
+func chownArchive(r io.Reader, w io.Writer, uid int) error {
+	tr := tar.NewReader(r)
+	tw := tar.NewWriter(w)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return tw.Close()
+		}
+		if err != nil {
+			return err
+		}
+		h.Uid, h.Gid = uid, uid
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+}
+
+// collect copies a directory or regular file out of a container through
+// the firewall. The archive's entries are rooted at the base name of p, as
+// the daemon sends them. Callers make sure nothing runs in the container
+// meanwhile: it has exited, or it is paused.
+func (d *Docker) collect(ctx context.Context, id, p string, pol firewall.Policy) (Collected, error) {
+	rc, stat, err := d.cli.CopyFromContainer(ctx, id, p)
+	if err != nil {
+		// The daemon failing to read its own container is not the
+		// container's doing: no ErrCollect here.
+		return Collected{}, fmt.Errorf("engine: copy %s out of the container: %w", p, err)
+	}
+	defer rc.Close()
+	if !(stat.Mode.IsDir() || stat.Mode.IsRegular()) || stat.LinkTarget != "" {
+		return Collected{}, fmt.Errorf("%w: %s is neither a directory nor a regular file (mode %v, link %q)", ErrCollect, p, stat.Mode, stat.LinkTarget)
+	}
+	var buf bytes.Buffer
+	man, err := firewall.Filter(ctx, rc, &buf, pol)
+	if err != nil {
+		return Collected{}, fmt.Errorf("%w: %s: %w", ErrCollect, p, err)
+	}
+	return Collected{Archive: buf.Bytes(), Manifest: man}, nil
+}
+
+// paused runs f with the session's container frozen (when it is running),
+// so that no process inside can race the daemon's walk of the filesystem.
+func (s *Session) paused(ctx context.Context, f func() error) error {
+	ins, err := s.d.cli.ContainerInspect(ctx, s.id)
+	if err != nil {
+		return fmt.Errorf("engine: inspect session: %w", err)
+	}
+	if ins.State != nil && ins.State.Running && !ins.State.Paused {
+		if err := s.d.cli.ContainerPause(ctx, s.id); err != nil {
+			return fmt.Errorf("engine: pause session: %w", err)
+		}
+		defer func() {
+			uctx, cancel := s.d.cleanupCtx(ctx)
+			defer cancel()
+			if err := s.d.cli.ContainerUnpause(uctx, s.id); err != nil {
+				s.d.log.Warn("unpause failed", "container", s.id, "err", err)
+			}
+		}()
+	}
+	return f()
+}
+
+// writableMount reports whether dir lies at or below a writable volume
+// mount of the session.
+func (s *Session) writableMount(dir string) bool {
+	for _, m := range s.spec.Mounts {
+		if !m.ReadOnly && (dir == m.Target || strings.HasPrefix(dir, m.Target+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// CopyIn filters archive through the firewall and extracts the canonical
+// result at dir, an existing directory at or below a writable volume mount.
+func (s *Session) CopyIn(ctx context.Context, dir string, archive io.Reader, opts CopyInOptions) (*firewall.Manifest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrSessionClosed
+	}
+	if !path.IsAbs(dir) || path.Clean(dir) != dir || !s.writableMount(dir) {
+		return nil, fmt.Errorf("%w: %q is not inside a writable volume of the session", ErrSpec, dir)
+	}
+	src, man, cleanup, err := stage(ctx, archive, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	err = s.paused(ctx, func() error {
+		return s.d.cli.CopyToContainer(ctx, s.id, dir, src, container.CopyToContainerOptions{})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: copy into session: %w", err)
+	}
+	return man, nil
+}
+
+// CopyOut copies a directory or regular file out of the session through
+// the firewall, with the container paused while the daemon reads it.
+func (s *Session) CopyOut(ctx context.Context, p string, pol firewall.Policy) (Collected, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Collected{}, ErrSessionClosed
+	}
+	if !path.IsAbs(p) || path.Clean(p) != p {
+		return Collected{}, fmt.Errorf("%w: path %q", ErrSpec, p)
+	}
+	var c Collected
+	err := s.paused(ctx, func() error {
+		var err error
+		c, err = s.d.collect(ctx, s.id, p, pol)
+		return err
+	})
+	return c, err
+}
