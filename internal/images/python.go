@@ -1,0 +1,214 @@
+package images
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/strictgrade/strictgrade/internal/engine"
+)
+
+// Python is the Debian-based Python runtime used for Python candidates and
+// the compat tier: a minimal bookworm made by debootstrap with python3 and
+// pytest, imported as an image.
+type Python struct {
+	Suite    string   // Debian suite; default "bookworm"
+	Packages []string // extra packages; default python3-minimal, python3-pytest, git
+	// Mirror is the Debian mirror; default $STRICTGRADE_DEBIAN_MIRROR or
+	// http://deb.debian.org/debian. It is not part of the recipe.
+	Mirror string
+}
+
+// pythonLayout versions the steps Build takes beyond debootstrap itself.
+const pythonLayout = 1
+
+// Env is the environment the Python image declares.
+var pythonEnv = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"LANG=C.UTF-8",
+	"PYTHONDONTWRITEBYTECODE=1",
+}
+
+func (p Python) withDefaults() Python {
+	if p.Suite == "" {
+		p.Suite = "bookworm"
+	}
+	if len(p.Packages) == 0 {
+		p.Packages = []string{"python3-minimal", "python3-pytest", "git"}
+	}
+	if p.Mirror == "" {
+		p.Mirror = os.Getenv("STRICTGRADE_DEBIAN_MIRROR")
+	}
+	if p.Mirror == "" {
+		p.Mirror = "http://deb.debian.org/debian"
+	}
+	return p
+}
+
+// Name implements Image.
+func (Python) Name() string { return "python" }
+
+// Recipe implements Image.
+func (p Python) Recipe(context.Context) (string, error) {
+	p = p.withDefaults()
+	return hashJSON(struct {
+		Kind     string
+		Suite    string
+		Variant  string
+		Packages []string
+		Env      []string
+		Layout   int
+	}{"debootstrap", p.Suite, "minbase", p.Packages, pythonEnv, pythonLayout}), nil
+}
+
+// Build implements Image. It needs root and the debootstrap command on the
+// host that runs strictgrade (the daemon may be remote).
+func (p Python) Build(ctx context.Context, s Store, recipe string, progress io.Writer) (id string, err error) {
+	p = p.withDefaults()
+	if os.Geteuid() != 0 {
+		return "", errors.New("debootstrap needs root: run as root, or build the image where you are root (strictgrade images build)")
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		return "", errors.New("debootstrap not found: install it (apt-get install debootstrap)")
+	}
+	tmp, err := os.MkdirTemp("", "strictgrade-rootfs-")
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Join(tmp, "root")
+	defer func() {
+		if cerr := removeRootfs(tmp); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	fmt.Fprintf(progress, "images: debootstrap %s with %s (about a minute)\n", p.Suite, strings.Join(p.Packages, ","))
+	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase",
+		"--include="+strings.Join(p.Packages, ","), p.Suite, root, p.Mirror)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if err := runProgress(cmd, progress, "debootstrap"); err != nil {
+		return "", fmt.Errorf("debootstrap: %w", err)
+	}
+	// Trim caches and add the directories the sandbox user owns.
+	for _, d := range []string{"var/cache/apt/archives", "var/lib/apt/lists"} {
+		entries, _ := os.ReadDir(filepath.Join(root, d))
+		for _, e := range entries {
+			if !e.IsDir() {
+				_ = os.Remove(filepath.Join(root, d, e.Name()))
+			}
+		}
+	}
+	for _, d := range sandboxDirs {
+		full := filepath.Join(root, d)
+		if err := os.MkdirAll(full, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.Chown(full, engine.SandboxUID, engine.SandboxUID); err != nil {
+			return "", err
+		}
+	}
+	fmt.Fprintln(progress, "images: importing the root filesystem")
+	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "--one-file-system", "-C", root, "-cf", "-", ".")
+	out, err := tarCmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	var tarErr strings.Builder
+	tarCmd.Stderr = &tarErr
+	if err := tarCmd.Start(); err != nil {
+		return "", err
+	}
+	id, ierr := s.ImportImage(ctx, out, engine.ImportSpec{Name: p.Name(), Recipe: recipe, Env: pythonEnv})
+	_, _ = io.Copy(io.Discard, out)
+	werr := tarCmd.Wait()
+	if ierr != nil {
+		return "", ierr
+	}
+	if werr != nil {
+		return "", fmt.Errorf("tar: %v: %s", werr, strings.TrimSpace(tarErr.String()))
+	}
+	return id, nil
+}
+
+// sandboxDirs exist in every strictgrade image, owned by the sandbox user,
+// so that volumes mounted there are writable by it.
+var sandboxDirs = []string{"work", "out", "artifacts", "inputs"}
+
+// runProgress runs cmd, copying each line of its output to progress with a
+// prefix, and keeps the last lines for the error message.
+func runProgress(cmd *exec.Cmd, progress io.Writer, prefix string) error {
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	var tail []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		steps := 0
+		for sc.Scan() {
+			line := sc.Text()
+			// Per-package steps are summarised; everything else is shown.
+			if routineStep(line) {
+				if steps++; steps%50 == 0 {
+					fmt.Fprintf(progress, "  %s: %d package steps done\n", prefix, steps)
+				}
+			} else {
+				fmt.Fprintf(progress, "  %s: %s\n", prefix, line)
+			}
+			tail = append(tail, line)
+			if len(tail) > 5 {
+				tail = tail[1:]
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Wait()
+	pw.Close()
+	<-done
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.Join(tail, " | "))
+	}
+	return nil
+}
+
+// routineStep reports whether a debootstrap line is one of its many
+// per-package steps.
+func routineStep(line string) bool {
+	for _, p := range []string{"I: Retrieving ", "I: Validating ", "I: Extracting ", "I: Unpacking ", "I: Configuring "} {
+		if strings.HasPrefix(line, p) && !strings.HasSuffix(line, "system...") && !strings.HasSuffix(line, "packages...") {
+			return true
+		}
+	}
+	return false
+}
+
+// removeRootfs unmounts anything debootstrap left mounted under dir (a
+// failed run can leave /proc or /sys mounted there) and then removes it, so
+// that the removal never walks into a host filesystem.
+func removeRootfs(dir string) error {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err == nil {
+		var mounts []string
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+				mounts = append(mounts, f[4])
+			}
+		}
+		for i := len(mounts) - 1; i >= 0; i-- {
+			if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil {
+				return fmt.Errorf("unmount %s: %w (not removing %s)", mounts[i], err, dir)
+			}
+		}
+	}
+	return os.RemoveAll(dir)
+}

@@ -1,0 +1,7 @@
+//go:build unix
+
+package tarball
+
+import "syscall"
+
+const noFollow = syscall.O_NOFOLLOW
