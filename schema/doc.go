@@ -1,0 +1,18 @@
+// Package schema defines the strictgrade verdict: a versioned JSON Schema
+// (draft 2020-12, embedded as verdict-v1.json with $id
+// https://strictgrade.dev/schema/verdict/v1), the Go types that match it
+// field for field, and Validate, the only way bytes become a *Verdict.
+//
+// Validate is built on github.com/santhosh-tekuri/jsonschema/v5 and also
+// refuses what a JSON Schema cannot see: input over MaxSize, trailing data,
+// duplicate object keys at any depth, invalid UTF-8 and unpaired surrogate
+// escapes, non-finite numbers, numbers that are not plain integers (a
+// verdict has no fractional fields), nesting deeper than MaxDepth, and a
+// verdict that contradicts itself. A refusal is a *ValidationError that
+// lists every problem with its JSON pointer, each matching a sentinel such
+// as ErrDuplicateKey with errors.Is.
+//
+// A verdict is PASS, FAIL, ERROR or QUARANTINED. The schema makes PASS hard
+// to reach: it needs at least one case, every case passed, and the images
+// that graded it named; FAIL and ERROR need nothing more than a reason.
+package schema
