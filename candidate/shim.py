@@ -1,0 +1,77 @@
+# strictgrade function-task shim. Trusted code that runs next to the
+# candidate inside the candidate container: it imports the candidate's
+# callable, applies it to each case's JSON arguments and writes the return
+# value as JSON to /out/<index>.json. Only these bytes leave the container;
+# expected values are never here. Whatever the candidate does to this
+# process can only change its own answers, which the judge compares as data.
+import json
+import os
+import signal
+import sys
+import traceback
+
+CASES = "/inputs/cases.json"
+OUT = "/out"
+
+
+def write_record(index, record):
+    data = json.dumps(record, allow_nan=False, separators=(",", ":")).encode()
+    fd = os.open(os.path.join(OUT, "%d.json" % index), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def describe(exc):
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text[-500:]
+
+
+class CaseTimeout(BaseException):
+    pass
+
+
+def on_alarm(signum, frame):
+    raise CaseTimeout()
+
+
+def main():
+    with open(CASES, "rb") as f:
+        spec = json.load(f)
+    module_name, func_name, seconds = spec["module"], spec["name"], spec["case_seconds"]
+    sys.path.insert(0, "/artifacts")
+    # The candidate's prints go to stderr so stdout carries nothing of value.
+    sys.stdout = sys.stderr
+    try:
+        module = __import__(module_name)
+        func = getattr(module, func_name)
+    except BaseException as exc:
+        for i, _ in enumerate(spec["cases"]):
+            write_record(i, {"ok": False, "error": "import failed: " + describe(exc)})
+        return
+    signal.signal(signal.SIGALRM, on_alarm)
+    for i, args in enumerate(spec["cases"]):
+        try:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            try:
+                value = func(*args)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            try:
+                record = {"ok": True, "value": value}
+                json.dumps(record, allow_nan=False)
+            except BaseException as exc:
+                record = {"ok": False, "error": "return value is not JSON: " + describe(exc)}
+        except CaseTimeout:
+            record = {"ok": False, "error": "timeout: case exceeded %gs" % seconds}
+        except BaseException as exc:
+            record = {"ok": False, "error": describe(exc)}
+        try:
+            write_record(i, record)
+        except BaseException as exc:
+            sys.stderr.write("shim: cannot record case %d: %s\n" % (i, describe(exc)))
+
+
+if __name__ == "__main__":
+    main()

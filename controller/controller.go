@@ -1,0 +1,679 @@
+package controller
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/strictgrade/strictgrade/attest"
+	"github.com/strictgrade/strictgrade/candidate"
+	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/internal/images"
+	"github.com/strictgrade/strictgrade/internal/tarball"
+	"github.com/strictgrade/strictgrade/internal/version"
+	"github.com/strictgrade/strictgrade/judge"
+	"github.com/strictgrade/strictgrade/schema"
+	"github.com/strictgrade/strictgrade/task"
+)
+
+// Engine is what the controller needs from the container engine.
+type Engine interface {
+	candidate.Engine
+	images.Store
+}
+
+// ErrCouldNotGrade is wrapped by every error Grade returns: the grade's
+// verdict is ERROR and says nothing about the submission.
+var ErrCouldNotGrade = errors.New("controller: could not grade")
+
+// Config configures a Controller. Signer is required; the zero value of
+// every other field is usable.
+type Config struct {
+	// Engine runs containers; nil connects to the Docker daemon named by
+	// the environment.
+	Engine Engine
+	// Signer signs verdicts. It stays in this process: nothing derived
+	// from it is ever passed to a container.
+	Signer *attest.Signer
+	// MaxInFlight bounds concurrent grades; default 2.
+	MaxInFlight int
+	// JudgeImage and JudgeCmd override the judge image (an image ID or
+	// reference) and its command; by default the judge image is built
+	// from this module and runs /bin/judge.
+	JudgeImage string
+	JudgeCmd   []string
+	// Progress, when set, receives every log event as it happens.
+	Progress func(Event)
+	// Logger receives the same events; nil discards them.
+	Logger *slog.Logger
+	// BuildProgress receives image build progress; nil discards it.
+	BuildProgress io.Writer
+}
+
+// Controller grades submissions. It is safe for concurrent use.
+type Controller struct {
+	cfg       Config
+	eng       Engine
+	closeEng  func() error
+	log       *slog.Logger
+	sem       chan struct{}
+	runtimeID string // Python runtime image
+	judgeID   string
+	judgeCmd  []string
+	runtime   string
+}
+
+// New validates cfg, connects to the engine and makes sure the runtime and
+// judge images exist, building them when missing.
+func New(ctx context.Context, cfg Config) (*Controller, error) {
+	if cfg.Signer == nil {
+		return nil, errors.New("controller: Config.Signer is required")
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 2
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	progress := cfg.BuildProgress
+	if progress == nil {
+		progress = io.Discard
+	}
+	c := &Controller{cfg: cfg, eng: cfg.Engine, log: log, sem: make(chan struct{}, cfg.MaxInFlight), runtime: "docker"}
+	if c.eng == nil {
+		d, err := engine.NewDocker(ctx, engine.Config{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		c.eng, c.closeEng = d, d.Close
+		c.runtime = "docker/" + d.Info().Runtime
+	}
+	var err error
+	if c.runtimeID, err = images.Ensure(ctx, c.eng, images.Python{}, progress); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.judgeCmd = cfg.JudgeCmd
+	if len(c.judgeCmd) == 0 {
+		c.judgeCmd = []string{"/bin/judge", "--root", judgeRoot}
+	}
+	if cfg.JudgeImage != "" {
+		c.judgeID = cfg.JudgeImage
+	} else if c.judgeID, err = images.Ensure(ctx, c.eng, images.Judge(), progress); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close releases the engine connection the controller opened itself.
+func (c *Controller) Close() error {
+	if c.closeEng != nil {
+		return c.closeEng()
+	}
+	return nil
+}
+
+// Submission is the work to grade: a workspace directory on the host or a
+// tar stream. Only the task's declared artifacts are taken from it, through
+// the firewall.
+type Submission struct {
+	Dir     string
+	Archive io.Reader
+}
+
+// Result is the outcome of a grade.
+type Result struct {
+	Verdict *schema.Verdict
+	// Signed holds the signed statement, DSSE envelope and Sigstore bundle.
+	Signed *attest.Signed
+	// Archive is the canonical archive that was graded; its sha256 is the
+	// verdict's submission digest (the subject of the statement).
+	Archive []byte
+	// Log lists what happened, in order.
+	Log []Event
+}
+
+// Event is one entry of a grade's log.
+type Event struct {
+	Time    time.Time      `json:"time"`
+	RunID   string         `json:"run_id"`
+	Phase   string         `json:"phase"`
+	Message string         `json:"message"`
+	Attrs   map[string]any `json:"attrs,omitempty"`
+}
+
+// grade is the state of one Grade call.
+type grade struct {
+	c       *Controller
+	task    *task.Task
+	subm    Submission
+	run     string
+	nonce   string
+	start   time.Time
+	mu      sync.Mutex
+	log     []Event
+	timings schema.Timings
+}
+
+func (g *grade) event(phase, msg string, kv ...any) {
+	e := Event{Time: time.Now().UTC(), RunID: g.run, Phase: phase, Message: msg}
+	if len(kv) > 0 {
+		e.Attrs = map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			e.Attrs[fmt.Sprint(kv[i])] = kv[i+1]
+		}
+	}
+	g.mu.Lock()
+	g.log = append(g.log, e)
+	g.mu.Unlock()
+	g.c.log.Info(msg, append([]any{"run", g.run, "phase", phase}, kv...)...)
+	if g.c.cfg.Progress != nil {
+		g.c.cfg.Progress(e)
+	}
+}
+
+func newRunID() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return "g" + hex.EncodeToString(b[:])
+}
+
+// Grade grades sub against t. It returns a signed verdict in every case it
+// can: PASS or FAIL with a nil error, or ERROR together with an error
+// wrapping ErrCouldNotGrade. Only when even an ERROR verdict cannot be
+// signed is the Result nil.
+func (c *Controller) Grade(ctx context.Context, t *task.Task, sub Submission) (*Result, error) {
+	if t == nil {
+		return nil, fmt.Errorf("%w: nil task", ErrCouldNotGrade)
+	}
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrCouldNotGrade, ctx.Err())
+	}
+	defer func() { <-c.sem }()
+	g := &grade{c: c, task: t, subm: sub, run: newRunID(), nonce: schema.NewNonce(), start: time.Now()}
+	g.event("setup", "grade started", "task", t.Spec.ID, "task_digest", t.Digest)
+	v, archive, gradeErr := g.grade(ctx)
+	if gradeErr != nil {
+		g.event("error", "could not grade", "error", gradeErr.Error())
+		v = g.errorVerdict(archive, gradeErr)
+	}
+	g.timings.TotalMS = time.Since(g.start).Milliseconds()
+	v.Timings = g.timings
+	signed, err := c.cfg.Signer.Sign(context.WithoutCancel(ctx), v, attest.SignOptions{})
+	if err != nil {
+		// The verdict we built does not pass the schema: never sign
+		// anything else in its place.
+		g.event("sign", "signing failed", "error", err.Error())
+		return nil, fmt.Errorf("%w: sign: %w", ErrCouldNotGrade, errors.Join(gradeErr, err))
+	}
+	g.event("sign", "verdict signed", "outcome", string(v.Outcome), "key", c.cfg.Signer.Hint())
+	res := &Result{Verdict: v, Signed: signed, Archive: archive, Log: g.log}
+	if gradeErr != nil {
+		return res, fmt.Errorf("%w: %w", ErrCouldNotGrade, gradeErr)
+	}
+	return res, nil
+}
+
+// skeleton returns the verdict fields the controller knows before judging.
+func (g *grade) skeleton(archive []byte) *schema.Verdict {
+	v := schema.New(schema.Task{ID: g.task.Spec.ID, Digest: g.task.Digest, Kind: g.task.Spec.Kind}, schema.TierStrict)
+	v.RunID = g.run
+	v.Nonce = g.nonce
+	v.Controller = schema.Controller{Version: version.String(), Runtime: g.c.runtime}
+	v.Images = schema.Images{Candidate: g.c.runtimeID, Judge: g.c.judgeID}
+	v.Submission = schema.Submission{Kind: schema.SubmissionArchive, SHA256: digest(archive), Size: int64(len(archive))}
+	return v
+}
+
+func (g *grade) errorVerdict(archive []byte, cause error) *schema.Verdict {
+	v := g.skeleton(archive)
+	v.Outcome = schema.OutcomeError
+	v.ReasonCode = schema.ReasonInfrastructure
+	var je *judgeError
+	if errors.As(cause, &je) {
+		v.ReasonCode = je.code
+	}
+	v.Reason = schema.Excerpt([]byte(cause.Error()), 480)
+	return v
+}
+
+// judgeError is a judge misbehaviour, with the verdict reason code to use.
+type judgeError struct {
+	code string
+	err  error
+}
+
+func (e *judgeError) Error() string { return "judge: " + e.err.Error() }
+func (e *judgeError) Unwrap() error { return e.err }
+
+// failVerdict is a FAIL decided before any case ran (a rejected or
+// incomplete submission): every case is recorded as not run.
+func (g *grade) failVerdict(archive []byte, code, decidedBy, reason string) *schema.Verdict {
+	v := g.skeleton(archive)
+	v.Outcome = schema.OutcomeFail
+	v.ReasonCode = code
+	v.Reason = schema.Excerpt([]byte(reason), 480)
+	cases := make([]schema.Case, len(g.task.Cases.Cases))
+	for i, tc := range g.task.Cases.Cases {
+		cases[i] = schema.Case{ID: tc.ID, Outcome: schema.OutcomeFail, DecidedBy: decidedBy, Exit: schema.ExitNotRun, Reason: "not run: " + code}
+	}
+	v.SetCases(cases)
+	return v
+}
+
+func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
+	c := g.c
+	t := g.task
+
+	// F-IN: the submission through the firewall, declared artifacts only.
+	fwStart := time.Now()
+	raw := &presented{}
+	archive, man, err := g.admit(ctx, raw)
+	g.timings.FirewallMS = time.Since(fwStart).Milliseconds()
+	if err != nil {
+		var rej *firewall.RejectError
+		var miss *missingError
+		if errors.As(err, &rej) || errors.Is(err, firewall.ErrLimit) || errors.As(err, &miss) {
+			// The candidate's doing: a FAIL bound to the bytes it presented.
+			g.event("firewall", "submission rejected", "error", err.Error())
+			// Nothing ran: no image is named, and the digest is of the
+			// bytes presented, since no canonical archive exists.
+			v := g.failVerdict(nil, schema.ReasonRejectedArtifact, schema.DecidedByFirewall, err.Error())
+			v.Submission = schema.Submission{Kind: schema.SubmissionArchive, SHA256: raw.sum, Size: raw.n}
+			v.Images = schema.Images{}
+			return v, nil, nil
+		}
+		return nil, nil, err
+	}
+	g.event("firewall", "submission admitted", "files", len(man.Files), "bytes", man.TotalBytes, "sha256", man.ArchiveSHA256)
+
+	// The judge's volume is prepared while the candidate runs.
+	meta := judge.Meta{Verdict: *g.skeleton(archive), Kind: t.Spec.Kind}
+	type prepared struct {
+		vol string
+		err error
+	}
+	judgeVol := make(chan prepared, 1)
+	prepCtx, cancelPrep := context.WithCancel(ctx)
+	defer cancelPrep()
+	go func() {
+		vol, err := g.prepareJudge(prepCtx, meta)
+		judgeVol <- prepared{vol, err}
+	}()
+	var jv prepared
+	jvReceived := false
+	defer func() {
+		if !jvReceived {
+			jv = <-judgeVol
+		}
+		if jv.vol != "" {
+			_ = c.eng.RemoveVolume(context.WithoutCancel(ctx), jv.vol)
+		}
+	}()
+
+	candStart := time.Now()
+	g.event("candidate", "candidate phase started", "image", c.runtimeID, "cases", len(t.Cases.Cases))
+	outs, err := candidate.Run(ctx, c.eng, candidate.Request{Run: g.run, Task: t, Image: c.runtimeID, Artifacts: archive})
+	g.timings.CandidateMS = time.Since(candStart).Milliseconds()
+	if err != nil {
+		return nil, archive, fmt.Errorf("candidate phase: %w", err)
+	}
+	for i, oc := range outs.Cases {
+		g.event("candidate", "case ran", "case", t.Cases.Cases[i].ID, "exit", string(oc.Result.Exit),
+			"code", oc.Result.ExitCode, "ms", oc.Result.DurationMS, "stdout_bytes", len(oc.Stdout), "error", oc.Result.Error)
+	}
+	if outs.ImageID != "" && outs.ImageID != c.runtimeID {
+		return nil, archive, fmt.Errorf("candidate ran image %s, expected %s", outs.ImageID, c.runtimeID)
+	}
+
+	jv = <-judgeVol
+	jvReceived = true
+	if jv.err != nil {
+		return nil, archive, fmt.Errorf("prepare judge: %w", jv.err)
+	}
+	judgeStart := time.Now()
+	v, err := g.judge(ctx, jv.vol, outs, meta)
+	g.timings.JudgeMS = time.Since(judgeStart).Milliseconds()
+	if err != nil {
+		return nil, archive, err
+	}
+	return v, archive, nil
+}
+
+// missingError reports a declared artifact absent from the submission.
+type missingError struct{ path string }
+
+func (e *missingError) Error() string {
+	return "declared artifact " + strconv.Quote(e.path) + " is missing"
+}
+
+// submissionPolicy bounds a submission.
+func (g *grade) submissionPolicy() firewall.Policy {
+	l := g.task.Spec.Limits
+	return firewall.Policy{MaxTotalBytes: l.ArtifactBytes, MaxFileBytes: l.ArtifactBytes}
+}
+
+// admit turns the submission into the canonical archive of its declared
+// artifacts. A directory is walked for the declared paths only, never
+// following links; a tar stream is filtered whole first, so that anything
+// hostile in it rejects the submission, and then narrowed.
+func (g *grade) admit(ctx context.Context, raw *presented) ([]byte, *firewall.Manifest, error) {
+	sub := g.subm
+	pol := g.submissionPolicy()
+	var in io.Reader
+	switch {
+	case sub.Dir != "" && sub.Archive == nil:
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(tarball.WriteDir(pw, sub.Dir, tarball.Under(g.task.Spec.Artifacts))) }()
+		defer pr.Close()
+		in = pr
+	case sub.Archive != nil && sub.Dir == "":
+		in = sub.Archive
+	default:
+		return nil, nil, errors.New("submission: set exactly one of Dir and Archive")
+	}
+	// The presented bytes are spooled first, so that the digest a
+	// rejection is bound to covers exactly what was presented.
+	spool, err := raw.spool(in, 2*pol.MaxTotalBytes+(16<<20))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer spool.Close()
+	defer os.Remove(spool.Name())
+	var src io.Reader = spool
+	if sub.Archive != nil {
+		var whole bytes.Buffer
+		if _, err := firewall.Filter(ctx, spool, &whole, pol); err != nil {
+			return nil, nil, err
+		}
+		var narrowed bytes.Buffer
+		if err := narrow(&whole, &narrowed, tarball.Under(g.task.Spec.Artifacts)); err != nil {
+			return nil, nil, err
+		}
+		src = &narrowed
+	}
+	var out bytes.Buffer
+	man, err := firewall.Filter(ctx, src, &out, pol)
+	if err != nil {
+		return nil, nil, err
+	}
+	have := map[string]bool{}
+	for _, f := range man.Files {
+		have[f.Path] = true
+	}
+	for _, d := range man.Dirs {
+		have[d] = true
+	}
+	for _, a := range g.task.Spec.Artifacts {
+		if !have[a] {
+			return nil, nil, &missingError{a}
+		}
+	}
+	return out.Bytes(), man, nil
+}
+
+// narrow copies the entries of a canonical archive that keep selects.
+func narrow(r io.Reader, w io.Writer, keep func(string, bool) bool) error {
+	tr := tar.NewReader(r)
+	tw := tar.NewWriter(w)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return tw.Close()
+		}
+		if err != nil {
+			return err
+		}
+		isDir := h.Typeflag == tar.TypeDir
+		name := h.Name
+		if isDir {
+			name = name[:len(name)-1]
+		}
+		if !keep(name, isDir) {
+			continue
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+}
+
+// judgeRoot is where the judge's input volume is mounted.
+const judgeRoot = "/judge"
+
+// prepareJudge creates the judge's volume and loads the meta document and
+// the task's hidden directory into it.
+func (g *grade) prepareJudge(ctx context.Context, meta judge.Meta) (string, error) {
+	vol, err := g.c.eng.NewVolume(ctx, g.run, "judge")
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return vol, err
+	}
+	tw := tar.NewWriter(&buf)
+	if err := addFile(tw, "meta.json", metaJSON); err != nil {
+		return vol, err
+	}
+	var hidden bytes.Buffer
+	if err := g.task.WriteHidden(ctx, &hidden); err != nil {
+		return vol, err
+	}
+	if err := appendArchive(tw, &hidden, ""); err != nil {
+		return vol, err
+	}
+	if err := tw.Close(); err != nil {
+		return vol, err
+	}
+	man, err := g.c.eng.CopyIn(ctx, g.run, vol, &buf, engine.CopyInOptions{Policy: judgePolicy})
+	if err != nil {
+		return vol, err
+	}
+	g.event("judge", "judge inputs loaded", "files", len(man.Files), "sha256", man.ArchiveSHA256)
+	return vol, nil
+}
+
+// judgePolicy bounds the judge's input.
+var judgePolicy = firewall.Policy{MaxTotalBytes: 1 << 30, MaxFileBytes: 256 << 20}
+
+func addFile(tw *tar.Writer, name string, data []byte) error {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
+}
+
+// appendArchive copies the regular files and directories of a canonical
+// archive into tw, under prefix.
+func appendArchive(tw *tar.Writer, r io.Reader, prefix string) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		h.Name = prefix + h.Name
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+}
+
+// outputsArchive lays the candidate's outputs out as the judge reads them:
+// outputs/<i>/result.json (written here, trusted), stdout, stderr and
+// files/<name> (candidate bytes).
+func outputsArchive(outs *candidate.Outputs) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for i, oc := range outs.Cases {
+		dir := "outputs/" + strconv.Itoa(i) + "/"
+		rr, err := json.Marshal(oc.Result)
+		if err != nil {
+			return nil, err
+		}
+		if err := addFile(tw, dir+"result.json", rr); err != nil {
+			return nil, err
+		}
+		if err := addFile(tw, dir+"stdout", oc.Stdout); err != nil {
+			return nil, err
+		}
+		if err := addFile(tw, dir+"stderr", oc.Stderr); err != nil {
+			return nil, err
+		}
+		for _, name := range sortedKeys(oc.Files) {
+			if err := addFile(tw, dir+"files/"+name, oc.Files[name]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// judge loads the outputs, runs the judge container and checks what it
+// said against what it was asked.
+func (g *grade) judge(ctx context.Context, vol string, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
+	c := g.c
+	data, err := outputsArchive(outs)
+	if err != nil {
+		return nil, err
+	}
+	man, err := c.eng.CopyIn(ctx, g.run, vol, bytes.NewReader(data), engine.CopyInOptions{Policy: judgePolicy})
+	if err != nil {
+		return nil, fmt.Errorf("load candidate outputs for the judge: %w", err)
+	}
+	g.event("judge", "candidate outputs loaded", "files", len(man.Files), "bytes", man.TotalBytes)
+	res, err := c.eng.Run(ctx, engine.Spec{
+		Run: g.run, Phase: "judge", Image: c.judgeID, Cmd: c.judgeCmd, Env: []string{"TZ=UTC"},
+		Mounts: []engine.Mount{{Volume: vol, Target: judgeRoot, ReadOnly: true}},
+		Limits: engine.Limits{Wall: 2 * time.Minute, MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("judge phase: %w", err)
+	}
+	g.event("judge", "judge exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(), "stdout_bytes", len(res.Stdout))
+	if res.Exit != engine.ExitExited || res.Code != 0 {
+		return nil, &judgeError{schema.ReasonJudgeCrashed, fmt.Errorf("ended with %s (code %d): %s", res.Exit, res.Code, schema.Excerpt(res.Stderr, 200))}
+	}
+	if res.StdoutTruncated {
+		return nil, &judgeError{schema.ReasonInvalidVerdict, errors.New("verdict larger than the schema allows")}
+	}
+	v, err := schema.Validate(res.Stdout)
+	if err != nil {
+		return nil, &judgeError{schema.ReasonInvalidVerdict, fmt.Errorf("verdict fails the schema: %w", err)}
+	}
+	if err := g.checkBinding(v, &meta.Verdict); err != nil {
+		return nil, &judgeError{schema.ReasonInvalidVerdict, err}
+	}
+	g.event("judge", "verdict validated", "outcome", string(v.Outcome), "cases", len(v.Cases))
+	return v, nil
+}
+
+// checkBinding makes sure the judge answered the question it was asked:
+// the same run, task, tier, submission, images, controller and nonce, one
+// record per case in task order, and an outcome that follows from them.
+func (g *grade) checkBinding(v, want *schema.Verdict) error {
+	switch {
+	case v.Schema != want.Schema, v.RunID != want.RunID, v.Task != want.Task, v.Tier != want.Tier,
+		v.Submission != want.Submission, v.Images != want.Images, v.Controller != want.Controller,
+		v.Nonce != want.Nonce, v.Compat != nil:
+		return errors.New("verdict does not match the run it was asked to judge")
+	}
+	cases := g.task.Cases.Cases
+	if len(v.Cases) != len(cases) {
+		return fmt.Errorf("verdict has %d cases, the task %d", len(v.Cases), len(cases))
+	}
+	allPass := len(cases) > 0
+	for i, tc := range cases {
+		if v.Cases[i].ID != tc.ID {
+			return fmt.Errorf("case %d is %q, want %q", i, v.Cases[i].ID, tc.ID)
+		}
+		allPass = allPass && v.Cases[i].Outcome == schema.OutcomePass
+	}
+	switch v.Outcome {
+	case schema.OutcomePass:
+		if !allPass {
+			return errors.New("PASS with a case that did not pass")
+		}
+	case schema.OutcomeFail:
+		if allPass {
+			return errors.New("FAIL although every case passed")
+		}
+	default:
+		return fmt.Errorf("judge outcome %s", v.Outcome)
+	}
+	return nil
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// presented records the digest and size of the submission bytes as they
+// were presented, before any filtering.
+type presented struct {
+	sum string
+	n   int64
+}
+
+// spool copies at most limit bytes of r into a temporary file, recording
+// their digest and size. More than limit bytes is a firewall limit error.
+func (p *presented) spool(r io.Reader, limit int64) (*os.File, error) {
+	f, err := os.CreateTemp("", "strictgrade-submission-*.tar")
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, limit+1))
+	p.sum, p.n = hex.EncodeToString(h.Sum(nil)), n
+	if err == nil && n > limit {
+		err = fmt.Errorf("%w: submission larger than %d bytes", firewall.ErrLimit, limit)
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,3 @@
+def solve(numbers):
+    # A plausible bug: negative numbers are counted by magnitude.
+    return sum(abs(n) for n in numbers)

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/strictgrade/strictgrade/attest"
+	"github.com/strictgrade/strictgrade/controller"
+	"github.com/strictgrade/strictgrade/schema"
+	"github.com/strictgrade/strictgrade/task"
+)
+
+func init() {
+	register(command{name: "grade", summary: "grade a submission against a task and sign the verdict", run: runGrade})
+}
+
+// outcomeCode maps a verdict outcome to the documented exit code.
+func outcomeCode(o schema.Outcome) int {
+	switch o {
+	case schema.OutcomePass:
+		return ExitOK
+	case schema.OutcomeFail:
+		return ExitFail
+	case schema.OutcomeQuarantined:
+		return ExitQuarantined
+	default:
+		return ExitError
+	}
+}
+
+// loadSigner reads the private key at path (password from
+// $STRICTGRADE_KEY_PASSWORD, or $COSIGN_PASSWORD for cosign keys), or
+// makes an ephemeral key when path is empty.
+func loadSigner(path string) (*attest.Signer, bool, error) {
+	if path == "" {
+		priv, _, err := attest.GenerateKey(attest.KeyECDSAP256, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		s, err := attest.LoadSigner(priv, nil)
+		return s, true, err
+	}
+	pw := os.Getenv("STRICTGRADE_KEY_PASSWORD")
+	if pw == "" {
+		pw = os.Getenv("COSIGN_PASSWORD")
+	}
+	s, err := attest.LoadSignerFile(path, []byte(pw))
+	return s, false, err
+}
+
+func runGrade(ctx context.Context, args []string, stdio IO) int {
+	fs := newFlags("grade", stdio.Stderr)
+	taskDir := fs.String("task", "", "task directory (required)")
+	subPath := fs.String("submission", "", "submission directory or tar file (required)")
+	keyPath := fs.String("key", "", "private key PEM for signing (default: an ephemeral key)")
+	out := fs.String("out", "", "write the Sigstore bundle here (and the bare DSSE envelope to FILE.dsse.json)")
+	asJSON := fs.Bool("json", false, "print the verdict as JSON instead of a table")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *taskDir == "" || *subPath == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stdio.Stderr, "usage: strictgrade grade --task DIR --submission DIR|TAR [--key FILE] [--out FILE] [--json]")
+		return ExitUsage
+	}
+	t, err := task.Load(ctx, *taskDir)
+	if err != nil {
+		return fail(stdio, "grade", ExitUsage, err)
+	}
+	signer, ephemeral, err := loadSigner(*keyPath)
+	if err != nil {
+		return fail(stdio, "grade", ExitError, err)
+	}
+	var sub controller.Submission
+	st, err := os.Stat(*subPath)
+	if err != nil {
+		return fail(stdio, "grade", ExitUsage, err)
+	}
+	if st.IsDir() {
+		sub.Dir = *subPath
+	} else {
+		f, err := os.Open(*subPath)
+		if err != nil {
+			return fail(stdio, "grade", ExitUsage, err)
+		}
+		defer f.Close()
+		sub.Archive = f
+	}
+	ctrl, err := controller.New(ctx, controller.Config{
+		Signer: signer, Logger: stdio.Log, BuildProgress: stdio.Stderr,
+	})
+	if err != nil {
+		return fail(stdio, "grade", ExitError, err)
+	}
+	defer ctrl.Close()
+	res, gradeErr := ctrl.Grade(ctx, t, sub)
+	if res == nil {
+		return fail(stdio, "grade", ExitError, gradeErr)
+	}
+	if gradeErr != nil {
+		fmt.Fprintf(stdio.Stderr, "strictgrade grade: %v\n", gradeErr)
+	}
+	if *out != "" {
+		if err := writeOutputs(*out, res, signer, ephemeral, stdio.Stderr); err != nil {
+			return fail(stdio, "grade", ExitError, err)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdio.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res.Verdict); err != nil {
+			return fail(stdio, "grade", ExitError, err)
+		}
+	} else {
+		printVerdict(stdio.Stdout, res.Verdict)
+	}
+	if gradeErr != nil && !errors.Is(gradeErr, controller.ErrCouldNotGrade) {
+		return ExitError
+	}
+	return outcomeCode(res.Verdict.Outcome)
+}
+
+func writeOutputs(out string, res *controller.Result, signer *attest.Signer, ephemeral bool, stderr io.Writer) error {
+	if err := os.WriteFile(out, res.Signed.Bundle, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(out+".dsse.json", res.Signed.Envelope, 0o644); err != nil {
+		return err
+	}
+	if res.Archive != nil {
+		if err := os.WriteFile(out+".submission.tar", res.Archive, 0o644); err != nil {
+			return err
+		}
+	}
+	if ephemeral {
+		pub, err := signer.PublicKeyPEM()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(out+".pub", pub, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "grade: signed with an ephemeral key; its public key is %s.pub\n", out)
+	}
+	fmt.Fprintf(stderr, "grade: wrote %s (bundle), %s.dsse.json (envelope)", out, out)
+	if res.Archive != nil {
+		fmt.Fprintf(stderr, " and %s.submission.tar (the graded canonical archive)", out)
+	}
+	fmt.Fprintln(stderr)
+	return nil
+}
+
+func printVerdict(w io.Writer, v *schema.Verdict) {
+	fmt.Fprintf(w, "%s  task %s (%s, %s tier)", v.Outcome, v.Task.ID, v.Task.Kind, v.Tier)
+	if v.Reason != "" {
+		fmt.Fprintf(w, ": %s", v.Reason)
+	}
+	fmt.Fprintln(w)
+	if len(v.Cases) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CASE\tOUTCOME\tDECIDED BY\tEXIT\tMS\tREASON")
+		for _, c := range v.Cases {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", c.ID, c.Outcome, c.DecidedBy, c.Exit, c.DurationMS, c.Reason)
+		}
+		tw.Flush()
+	}
+	counts := v.Counts()
+	fmt.Fprintf(w, "%d passed, %d failed of %d cases; submission sha256 %s; run %s\n",
+		counts[schema.OutcomePass], counts[schema.OutcomeFail], len(v.Cases), v.Submission.SHA256, v.RunID)
+}

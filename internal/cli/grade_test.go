@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestGradeAndVerify grades the sum example through the CLI against the
+// real engine and verifies the written bundle with the CLI's verifier.
+func TestGradeAndVerify(t *testing.T) {
+	ex := filepath.Join("..", "..", "examples", "sum")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "verdict.json")
+	code, stdout, stderr := run(t, "grade", "--task", filepath.Join(ex, "task"), "--submission", filepath.Join(ex, "solutions", "honest"), "--out", out)
+	if code != ExitOK || !strings.HasPrefix(stdout, "PASS") {
+		t.Fatalf("honest: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = run(t, "verify", "--key", out+".pub", "--bundle", out, "--submission", out+".submission.tar", "--tier", "strict")
+	if code != ExitOK {
+		t.Fatalf("verify: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = run(t, "grade", "--task", filepath.Join(ex, "task"), "--submission", filepath.Join(ex, "solutions", "wrong"), "--json")
+	if code != ExitFail || !strings.Contains(stdout, `"outcome": "FAIL"`) {
+		t.Fatalf("wrong: exit %d\n%s", code, stdout)
+	}
+	// The honest bundle does not verify for the wrong submission.
+	code, _, _ = run(t, "verify", "--key", out+".pub", "--bundle", out, "--submission", filepath.Join(ex, "solutions", "wrong", "solution.py"))
+	if code != ExitFail {
+		t.Fatalf("verify against another submission: exit %d", code)
+	}
+}
+
+func TestGradeUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"grade"},
+		{"grade", "--task", "nowhere", "--submission", "nowhere"},
+		{"grade", "--bogus"},
+	} {
+		if code, _, _ := run(t, args...); code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, ExitUsage)
+		}
+	}
+}

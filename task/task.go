@@ -1,0 +1,348 @@
+package task
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/tarball"
+	"github.com/strictgrade/strictgrade/judge"
+	"github.com/strictgrade/strictgrade/schema"
+)
+
+// Directory layout of a task.
+const (
+	SpecFile  = "task.json"
+	PublicDir = "public"
+	HiddenDir = "hidden"
+	CasesFile = "cases.json"
+)
+
+// ErrInvalid is wrapped by every error about a malformed task.
+var ErrInvalid = errors.New("task: invalid task")
+
+//go:embed task-v1.json
+var specSchemaJSON []byte
+
+// Spec is the content of task.json.
+type Spec struct {
+	Schema    string          `json:"schema"`
+	ID        string          `json:"id"`
+	Version   string          `json:"version"`
+	Title     string          `json:"title,omitempty"`
+	Kind      schema.TaskKind `json:"kind"`
+	Runtime   string          `json:"runtime"`
+	Function  *Function       `json:"function,omitempty"`
+	Command   *Command        `json:"command,omitempty"`
+	Data      *Data           `json:"data,omitempty"`
+	Artifacts []string        `json:"artifacts"`
+	// Isolation is "grade" (one candidate container runs every case; the
+	// default for function tasks) or "case" (a fresh container per case;
+	// always so for command and data tasks).
+	Isolation string `json:"isolation,omitempty"`
+	Limits    Limits `json:"limits,omitzero"`
+}
+
+// Function names the callable of a function task: module.name, imported
+// from the artifacts.
+type Function struct {
+	Module string `json:"module"`
+	Name   string `json:"name"`
+}
+
+// Command names the executable of a command task, relative to the
+// artifacts.
+type Command struct {
+	Path string `json:"path"`
+}
+
+// Data is the command line of a data task, run in the artifacts directory
+// with the case's input files in /input and an empty /output.
+type Data struct {
+	Argv []string `json:"argv"`
+}
+
+// Limits bound each case. Zero fields take the defaults below.
+type Limits struct {
+	CaseSeconds   float64 `json:"case_seconds,omitempty"`
+	MemoryMB      int64   `json:"memory_mb,omitempty"`
+	OutputBytes   int64   `json:"output_bytes,omitempty"`
+	ArtifactBytes int64   `json:"artifact_bytes,omitempty"`
+	PIDs          int64   `json:"pids,omitempty"`
+}
+
+// Defaults for Limits.
+var DefaultLimits = Limits{CaseSeconds: 10, MemoryMB: 256, OutputBytes: 1 << 20, ArtifactBytes: 16 << 20, PIDs: 64}
+
+// CaseTime returns the per-case wall-clock limit.
+func (l Limits) CaseTime() time.Duration {
+	return time.Duration(l.CaseSeconds * float64(time.Second))
+}
+
+// Task is a loaded, validated task.
+type Task struct {
+	Dir   string
+	Spec  Spec
+	Cases *judge.Cases
+	// Digest is the sha256 (hex) of the canonical archive of the whole
+	// task directory.
+	Digest string
+}
+
+// Isolation values.
+const (
+	PerGrade = "grade"
+	PerCase  = "case"
+)
+
+var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	if err := c.AddResource("task-v1.json", bytes.NewReader(specSchemaJSON)); err != nil {
+		return nil, err
+	}
+	return c.Compile("task-v1.json")
+})
+
+// maxSpecBytes bounds task.json and cases.json.
+const maxSpecBytes = 4 << 20
+
+// ParseSpec validates task.json bytes against the task schema and returns
+// the spec with defaults applied.
+func ParseSpec(data []byte) (*Spec, error) {
+	if err := schema.CheckJSON(data, maxSpecBytes); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, SpecFile, err)
+	}
+	sch, err := compiled()
+	if err != nil {
+		return nil, fmt.Errorf("task: embedded schema: %w", err)
+	}
+	var doc any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, SpecFile, err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, SpecFile, describe(err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, SpecFile, err)
+	}
+	for _, p := range append(append([]string(nil), s.Artifacts...), commandPath(&s)...) {
+		if err := checkRel(p); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, SpecFile, err)
+		}
+	}
+	if s.Kind == schema.KindCommand && !contains(s.Artifacts, s.Command.Path) {
+		return nil, fmt.Errorf("%w: %s: command path %q is not a declared artifact", ErrInvalid, SpecFile, s.Command.Path)
+	}
+	if s.Isolation == "" {
+		s.Isolation = PerGrade
+		if s.Kind != schema.KindFunction {
+			s.Isolation = PerCase
+		}
+	}
+	if s.Kind != schema.KindFunction && s.Isolation != PerCase {
+		return nil, fmt.Errorf("%w: %s: %s tasks always run a fresh container per case", ErrInvalid, SpecFile, s.Kind)
+	}
+	s.Limits = s.Limits.withDefaults()
+	return &s, nil
+}
+
+func commandPath(s *Spec) []string {
+	if s.Command != nil {
+		return []string{s.Command.Path}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.CaseSeconds == 0 {
+		l.CaseSeconds = DefaultLimits.CaseSeconds
+	}
+	if l.MemoryMB == 0 {
+		l.MemoryMB = DefaultLimits.MemoryMB
+	}
+	if l.OutputBytes == 0 {
+		l.OutputBytes = DefaultLimits.OutputBytes
+	}
+	if l.ArtifactBytes == 0 {
+		l.ArtifactBytes = DefaultLimits.ArtifactBytes
+	}
+	if l.PIDs == 0 {
+		l.PIDs = DefaultLimits.PIDs
+	}
+	return l
+}
+
+// checkRel refuses "." and ".." components, which the schema's pattern
+// cannot exclude by itself.
+func checkRel(p string) error {
+	for _, c := range strings.Split(p, "/") {
+		if c == "." || c == ".." || c == "" {
+			return fmt.Errorf("path %q is not a clean relative path", p)
+		}
+	}
+	return nil
+}
+
+// describe flattens a schema validation error into one line per problem.
+func describe(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err.Error()
+	}
+	var lines []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := e.InstanceLocation
+			if loc == "" {
+				loc = "/"
+			}
+			lines = append(lines, loc+": "+e.Message)
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return strings.Join(lines, "; ")
+}
+
+// Load reads and validates the task in dir and computes its digest.
+func Load(ctx context.Context, dir string) (*Task, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	defer root.Close()
+	specData, err := readCapped(root, SpecFile)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := ParseSpec(specData)
+	if err != nil {
+		return nil, err
+	}
+	casesData, err := readCapped(root, path.Join(HiddenDir, CasesFile))
+	if err != nil {
+		return nil, err
+	}
+	cases, err := judge.LoadCases(casesData, spec.Kind)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s/%s: %w", ErrInvalid, HiddenDir, CasesFile, err)
+	}
+	for _, c := range cases.Cases {
+		for _, files := range []map[string]string{c.InputFiles, c.ExpectedFiles} {
+			for _, rel := range files {
+				if err := checkRel(rel); err != nil {
+					return nil, fmt.Errorf("%w: case %s: %v", ErrInvalid, c.ID, err)
+				}
+				st, err := root.Lstat(path.Join(HiddenDir, rel))
+				if err != nil || !st.Mode().IsRegular() {
+					return nil, fmt.Errorf("%w: case %s: %s/%s is not a regular file", ErrInvalid, c.ID, HiddenDir, rel)
+				}
+			}
+		}
+	}
+	if st, err := root.Lstat(PublicDir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: %s/ is missing", ErrInvalid, PublicDir)
+	}
+	t := &Task{Dir: abs, Spec: *spec, Cases: cases}
+	man, err := t.archive(ctx, io.Discard, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.Digest = man.ArchiveSHA256
+	return t, nil
+}
+
+func readCapped(root *os.Root, name string) ([]byte, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSpecBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+	}
+	if len(data) > maxSpecBytes {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrInvalid, name, maxSpecBytes)
+	}
+	return data, nil
+}
+
+// taskPolicy is the firewall policy for a task author's files: roomier
+// than a submission's, equally strict about types and names.
+var taskPolicy = firewall.Policy{MaxTotalBytes: 1 << 30, MaxFileBytes: 256 << 20}
+
+// archive writes the canonical archive of the task directory (or of the
+// parts keep selects) to w.
+func (t *Task) archive(ctx context.Context, w io.Writer, keep func(string, bool) bool) (*firewall.Manifest, error) {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarball.WriteDir(pw, t.Dir, keep)) }()
+	defer pr.Close()
+	man, err := firewall.Filter(ctx, pr, w, taskPolicy)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, t.Dir, err)
+	}
+	return man, nil
+}
+
+// WritePublic writes the canonical archive of public/ (entries rooted at
+// "public/") for the agent container.
+func (t *Task) WritePublic(ctx context.Context, w io.Writer) error {
+	_, err := t.archive(ctx, w, tarball.Under([]string{PublicDir}))
+	return err
+}
+
+// HiddenFile reads one file of hidden/ (for inputs the candidate needs).
+func (t *Task) HiddenFile(rel string) ([]byte, error) {
+	if err := checkRel(rel); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	root, err := os.OpenRoot(filepath.Join(t.Dir, HiddenDir))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(rel)
+}
+
+// WriteHidden writes the hidden directory as a tar stream (entries rooted
+// at "hidden/") for the judge.
+func (t *Task) WriteHidden(ctx context.Context, w io.Writer) error {
+	_, err := t.archive(ctx, w, tarball.Under([]string{HiddenDir}))
+	return err
+}
