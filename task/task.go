@@ -199,16 +199,9 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// checkRel refuses "." and ".." components, which the schema's pattern
-// cannot exclude by itself.
-func checkRel(p string) error {
-	for _, c := range strings.Split(p, "/") {
-		if c == "." || c == ".." || c == "" {
-			return fmt.Errorf("path %q is not a clean relative path", p)
-		}
-	}
-	return nil
-}
+// checkRel refuses "." and ".." components and other unclean paths,
+// which the schema's pattern cannot exclude by itself.
+func checkRel(p string) error { return judge.CheckRelPath(p) }
 
 // describe flattens a schema validation error into one line per problem.
 func describe(err error) string {

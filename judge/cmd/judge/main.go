@@ -1,0 +1,83 @@
+// Command judge is the strict tier's judge program. It runs in the judge
+// container (a static binary on an empty root filesystem), reads its input
+// from a read-only volume, and writes one verdict document to stdout:
+//
+//	judge [--root DIR]
+//
+// DIR defaults to /judge; judge.ReadInput documents its layout. The exit
+// status is 0 when a verdict was written (whatever its outcome), 2 for a
+// usage error, and 3 when the input could not be judged, with one line on
+// stderr saying why. The program never executes or loads anything it
+// reads; it needs no cgo, shell or interpreter.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/strictgrade/strictgrade/judge"
+	"github.com/strictgrade/strictgrade/schema"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitUsage = 2
+	exitError = 3
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole program, with its streams passed in for tests.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("judge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	root := fs.String("root", judge.DefaultRoot, "directory holding meta.json, hidden/ and outputs/")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "usage: judge [--root DIR]")
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "judge: %v (usage: judge [--root DIR])\n", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "judge: unexpected argument %q (usage: judge [--root DIR])\n", fs.Arg(0))
+		return exitUsage
+	}
+	out, err := verdict(*root)
+	if err != nil {
+		fmt.Fprintln(stderr, "judge: "+oneLine(err.Error()))
+		return exitError
+	}
+	if _, err := stdout.Write(append(out, '\n')); err != nil {
+		fmt.Fprintln(stderr, "judge: write verdict: "+oneLine(err.Error()))
+		return exitError
+	}
+	return exitOK
+}
+
+// verdict reads the input, judges it and returns the verdict document,
+// validated against the verdict schema: the judge emits nothing else.
+func verdict(root string) ([]byte, error) {
+	in, err := judge.ReadInput(root)
+	if err != nil {
+		return nil, err
+	}
+	v, err := judge.Judge(in)
+	if err != nil {
+		return nil, err
+	}
+	return schema.Marshal(v)
+}
+
+// oneLine keeps an error message on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

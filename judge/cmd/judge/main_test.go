@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/strictgrade/strictgrade/schema"
+)
+
+// input is the committed example input of the judge package.
+var input = filepath.Join("..", "..", "testdata", "input", "function")
+
+func TestRun(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--root", input}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	out := stdout.Bytes()
+	if bytes.Count(out, []byte("\n")) != 1 || !bytes.HasSuffix(out, []byte("\n")) {
+		t.Errorf("want one line of JSON, got %q", out)
+	}
+	if _, err := schema.Validate(bytes.TrimSpace(out)); err != nil {
+		t.Fatalf("verdict fails the schema: %v", err)
+	}
+	golden, err := os.ReadFile(input + ".verdict.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := json.Compact(&want, golden); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(bytes.TrimSpace(out)); got != want.String() {
+		t.Errorf("verdict differs from the golden file:\n got %s\nwant %s", got, want.String())
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "meta.json"), []byte(`{"kind":"function","verdict":{}} trailing`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"unknown flag", []string{"--rot", "/x"}, exitUsage, "judge: flag provided but not defined: -rot"},
+		{"extra argument", []string{"--root", input, "more"}, exitUsage, `judge: unexpected argument "more"`},
+		{"help", []string{"-h"}, exitUsage, "usage: judge [--root DIR]"},
+		{"missing root", []string{"--root", filepath.Join(t.TempDir(), "nope")}, exitError, "judge: judge: invalid input"},
+		{"broken meta", []string{"--root", broken}, exitError, "meta.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d", code, tt.code)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+			msg := stderr.String()
+			if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, tt.msg) {
+				t.Errorf("stderr %q, want one line containing %q", msg, tt.msg)
+			}
+		})
+	}
+}
+
+// goTool returns the go command; the tests below need it and fail without.
+func goTool(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to check the judge's build: %v", err)
+	}
+	return path
+}
+
+// TestStaticBinary builds the judge as the image build does (CGO_ENABLED=0)
+// and runs the binary on the example input.
+func TestStaticBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "judge")
+	cmd := exec.Command(goTool(t), "build", "-trimpath", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	run := exec.Command(bin, "--root", input)
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Run(); err != nil {
+		t.Fatalf("judge: %v: %s", err, stderr.String())
+	}
+	if _, err := schema.Validate(bytes.TrimSpace(stdout.Bytes())); err != nil {
+		t.Fatalf("verdict fails the schema: %v", err)
+	}
+}
+
+// TestDependencies guards what the judge binary may contain: nothing that
+// runs programs, loads code or needs cgo, and within this module only the
+// judge and schema packages.
+func TestDependencies(t *testing.T) {
+	cmd := exec.Command(goTool(t), "list", "-deps", "-f", "{{.ImportPath}}", ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	for _, forbidden := range []string{"os/exec", "plugin", "runtime/cgo", "net/http", "os/signal"} {
+		if slices.Contains(deps, forbidden) {
+			t.Errorf("the judge binary depends on %s", forbidden)
+		}
+	}
+	const module = "github.com/strictgrade/strictgrade"
+	allowed := []string{module + "/judge", module + "/judge/cmd/judge", module + "/schema"}
+	for _, d := range deps {
+		if strings.HasPrefix(d, module+"/") && !slices.Contains(allowed, d) {
+			t.Errorf("the judge binary depends on %s; only %v are allowed", d, allowed)
+		}
+		if strings.Contains(d, "docker") {
+			t.Errorf("the judge binary depends on %s", d)
+		}
+	}
+}

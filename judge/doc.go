@@ -1,0 +1,38 @@
+// Package judge holds the strict tier's judge: the deterministic comparators,
+// the hidden-case format, and the logic of the judge program
+// (judge/cmd/judge) that runs in its own container, a static binary on an
+// empty root filesystem.
+//
+// The judge never executes, imports, loads or interprets candidate bytes as
+// anything but data. It reads the candidate's outputs (stdout, output files,
+// the function shim's JSON record) as byte strings, parses them with strict,
+// bounded parsers, and compares them with the hidden expected values using a
+// Comparator:
+//
+//   - exact: the bytes are identical.
+//   - lines: line by line, after turning CRLF into LF, dropping trailing
+//     white space on each line and trailing empty lines.
+//   - tokens: the sequences of white-space-separated tokens are equal.
+//   - numbers: the tokens are numbers, equal within abs_tol or rel_tol; NaN
+//     equals nothing unless allow_nan is set.
+//   - json: semantic JSON equality, compared with go-cmp: object key order
+//     never matters, numbers compare by value (1 equals 1.0) or within the
+//     tolerance, arrays optionally as multisets (unordered_arrays).
+//   - unordered_lines: the multisets of lines are equal.
+//   - csv: rows and cells equal, numeric cells by value or within the
+//     tolerance, an optional header row compared exactly.
+//
+// Every comparator is deterministic, bounded in time and memory, never
+// panics, and explains a difference in a short Reason that points at the
+// first difference and quotes candidate text only escaped and truncated
+// (schema.Excerpt). Reasons never quote expected values, so a verdict
+// shown to an agent does not leak the hidden answers.
+//
+// Cases and LoadCases define a task's hidden cases (hidden/cases.json).
+// ReadInput reads what the controller puts into the judge's read-only volume
+// (see ReadInput for the layout), and Judge turns it into a
+// schema.Verdict. A candidate that misbehaves in any way (wrong answer,
+// crash, timeout, malformed or missing output) gets a FAIL; Judge returns an
+// error only when the judge's own input is unusable, which is never the
+// candidate's doing.
+package judge

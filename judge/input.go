@@ -1,0 +1,304 @@
+package judge
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/strictgrade/strictgrade/schema"
+)
+
+// DefaultRoot is where the judge's input volume is mounted.
+const DefaultRoot = "/judge"
+
+// Read limits of ReadInput.
+const (
+	// MaxFileSize is the most the judge reads of one file.
+	MaxFileSize = 16 << 20
+	// MaxInputSize is the most the judge reads in all.
+	MaxInputSize = 64 << 20
+
+	maxMetaSize   = 1 << 20
+	maxResultSize = 64 << 10
+)
+
+// Meta is <root>/meta.json, written by the controller.
+type Meta struct {
+	// Verdict is the skeleton of the verdict: everything only the
+	// controller knows (schema, run id, task, tier, submission, images,
+	// controller, nonce, timings). Judge fills in the outcome, the
+	// reasons, the cases and the tests hash.
+	Verdict schema.Verdict `json:"verdict"`
+	// Kind is the task kind: function, command or data.
+	Kind schema.TaskKind `json:"kind"`
+}
+
+// RunResult is <root>/outputs/<i>/result.json: how case i ran, as the
+// controller observed it. The controller writes it, so it is trusted; a
+// malformed one is an error, not a FAIL.
+type RunResult struct {
+	// Exit says how the process ended: exited, signaled, timeout, oom,
+	// output_limit or not_run.
+	Exit schema.Exit `json:"exit"`
+	// ExitCode is the exit status when Exit is exited (0..255).
+	ExitCode int `json:"exit_code"`
+	// DurationMS is the wall-clock time of the case.
+	DurationMS int64 `json:"duration_ms"`
+	// StdoutTruncated and StderrTruncated say a stream hit its limit. A
+	// truncated stdout fails the case (output_limit); stderr is never
+	// graded.
+	StdoutTruncated bool `json:"stdout_truncated,omitempty"`
+	StderrTruncated bool `json:"stderr_truncated,omitempty"`
+	// Error, when not empty, is a failure the controller pinned on the
+	// candidate, such as output files the firewall rejected. The case
+	// fails (rejected_artifact) with this text as its reason.
+	Error string `json:"error,omitempty"`
+}
+
+// Input is everything the judge decides on.
+type Input struct {
+	Meta  Meta
+	Cases *Cases
+	// Hidden holds the expected files the cases name, by their path
+	// relative to the hidden directory.
+	Hidden map[string][]byte
+	// Outputs holds what each case produced, by case index; it has one
+	// entry per case.
+	Outputs []Output
+}
+
+// Output is what one case produced. Only the parts the case is graded on
+// are read: stdout for command cases with expected_stdout, the shim's
+// record (value.json) for function cases, the expected file names for
+// data cases. Stderr is never read.
+type Output struct {
+	// Result is the controller's record; nil when result.json is missing,
+	// meaning the case did not run.
+	Result *RunResult
+	// Stdout is the candidate's standard output; nil when missing.
+	Stdout *Blob
+	// Files holds candidate output files by name; a name that is absent
+	// was not produced (or is not a regular file).
+	Files map[string]*Blob
+}
+
+// Blob is candidate bytes.
+type Blob struct {
+	Data []byte
+	// TooLarge says the file was larger than the judge reads (MaxFileSize,
+	// or what remained of MaxInputSize); Data is then empty.
+	TooLarge bool
+}
+
+// Names inside the input root.
+const (
+	MetaFile    = "meta.json"
+	HiddenDir   = "hidden"
+	CasesFile   = "cases.json"
+	OutputsDir  = "outputs"
+	ResultFile  = "result.json"
+	StdoutFile  = "stdout"
+	FilesDir    = "files"
+	ValueFile   = "value.json"
+	valuePath   = FilesDir + "/" + ValueFile
+	hiddenCases = HiddenDir + "/" + CasesFile
+)
+
+// ReadInput reads the judge's input from the directory root (DefaultRoot in
+// the judge container):
+//
+//	meta.json                       Meta (controller)
+//	hidden/cases.json               Cases (the task's hidden directory, verbatim)
+//	hidden/<path>                   expected files named by expected_files
+//	outputs/<i>/result.json         RunResult of case i, 0-based (controller)
+//	outputs/<i>/stdout              candidate's standard output
+//	outputs/<i>/stderr              candidate's standard error (never read)
+//	outputs/<i>/files/<name>        data: candidate output files
+//	outputs/<i>/files/value.json    function: the shim's record
+//
+// Every read is bounded (MaxFileSize per file, MaxInputSize in all, less
+// for meta.json and result.json), never by a size the file system
+// declares, and never follows a symbolic link. Trusted files (meta.json,
+// cases.json, expected files, result.json) that are missing, malformed or
+// too large are an error wrapping ErrInput, ErrCases or ErrTooLarge.
+// Candidate files never cause an error: one that is missing, not a
+// regular file or too large is recorded as such and fails its case.
+func ReadInput(root string) (*Input, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	defer r.Close()
+	rd := &reader{root: r, left: MaxInputSize}
+
+	data, err := rd.trusted(MetaFile, maxMetaSize)
+	if err != nil {
+		return nil, err
+	}
+	in := &Input{Hidden: map[string][]byte{}}
+	if _, err := decodeStrict(data, &in.Meta); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInput, MetaFile, err)
+	}
+	if data, err = rd.trusted(hiddenCases, MaxFileSize); err != nil {
+		return nil, err
+	}
+	if in.Cases, err = LoadCases(data, in.Meta.Kind); err != nil {
+		return nil, fmt.Errorf("%s: %w", hiddenCases, err)
+	}
+	for _, c := range in.Cases.Cases {
+		for _, name := range sortedKeys(c.ExpectedFiles) {
+			rel := c.ExpectedFiles[name]
+			if _, done := in.Hidden[rel]; done {
+				continue
+			}
+			if in.Hidden[rel], err = rd.trusted(HiddenDir+"/"+rel, MaxFileSize); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := rd.checkOutputs(len(in.Cases.Cases)); err != nil {
+		return nil, err
+	}
+	in.Outputs = make([]Output, len(in.Cases.Cases))
+	for i, c := range in.Cases.Cases {
+		dir := OutputsDir + "/" + strconv.Itoa(i) + "/"
+		out := &in.Outputs[i]
+		data, err := rd.trusted(dir+ResultFile, maxResultSize)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // not run: the case fails
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.Result = new(RunResult)
+		if _, err := decodeStrict(data, out.Result); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInput, dir+ResultFile, err)
+		}
+		out.Files = map[string]*Blob{}
+		switch in.Meta.Kind {
+		case schema.KindFunction:
+			if b := rd.candidate(dir + valuePath); b != nil {
+				out.Files[ValueFile] = b
+			}
+		case schema.KindCommand:
+			if c.ExpectedStdout != nil {
+				out.Stdout = rd.candidate(dir + StdoutFile)
+			}
+		case schema.KindData:
+			for _, name := range sortedKeys(c.ExpectedFiles) {
+				if b := rd.candidate(dir + FilesDir + "/" + name); b != nil {
+					out.Files[name] = b
+				}
+			}
+		}
+	}
+	return in, nil
+}
+
+// reader reads files below a root within a total budget.
+type reader struct {
+	root *os.Root
+	left int64
+}
+
+// trusted reads a file the controller or the task provides. A missing file
+// is an error matching fs.ErrNotExist (and ErrInput).
+func (rd *reader) trusted(name string, limit int64) ([]byte, error) {
+	data, tooLarge, err := rd.read(name, limit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: %s is missing: %w", ErrInput, name, fs.ErrNotExist)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %s: %v", ErrInput, name, err)
+	case tooLarge:
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes (or than what remains of the %d-byte budget)", ErrTooLarge, name, limit, MaxInputSize)
+	}
+	return data, nil
+}
+
+// candidate reads a file the candidate produced; nil means it is missing
+// or not a regular file.
+func (rd *reader) candidate(name string) *Blob {
+	data, tooLarge, err := rd.read(name, MaxFileSize)
+	if err != nil {
+		return nil
+	}
+	return &Blob{Data: data, TooLarge: tooLarge}
+}
+
+// read reads name, refusing symbolic links and anything but a regular file
+// along the way, and at most min(limit, budget left) bytes.
+func (rd *reader) read(name string, limit int64) (data []byte, tooLarge bool, err error) {
+	parts := strings.Split(name, "/")
+	for i := range parts {
+		p := path.Join(parts[:i+1]...)
+		st, err := rd.root.Lstat(p)
+		if err != nil {
+			return nil, false, err
+		}
+		last := i == len(parts)-1
+		switch {
+		case !last && !st.IsDir():
+			return nil, false, fmt.Errorf("%s is not a directory: %w", p, fs.ErrNotExist)
+		case last && !st.Mode().IsRegular():
+			return nil, false, fmt.Errorf("%s is not a regular file (%s)", p, st.Mode().Type())
+		}
+	}
+	f, err := rd.root.Open(name)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	limit = min(limit, rd.left)
+	data, err = io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(data)) > limit {
+		return nil, true, nil
+	}
+	rd.left -= int64(len(data))
+	return data, false, nil
+}
+
+// checkOutputs refuses an outputs directory that holds anything but the
+// directories 0..n-1: the controller and the task disagree.
+func (rd *reader) checkOutputs(n int) error {
+	st, err := rd.root.Lstat(OutputsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no case ran
+	}
+	if err != nil || !st.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ErrInput, OutputsDir)
+	}
+	f, err := rd.root.Open(OutputsDir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(n + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s: %v", ErrInput, OutputsDir, err)
+	}
+	if len(entries) > n {
+		return fmt.Errorf("%w: %s holds more than %d entries, one per case", ErrInput, OutputsDir, n)
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		i, err := strconv.Atoi(name)
+		if err != nil || i < 0 || i >= n || strconv.Itoa(i) != name {
+			return fmt.Errorf("%w: %s/%s is not the directory of a case (0..%d)", ErrInput, OutputsDir, quoteString(name), n-1)
+		}
+	}
+	return nil
+}
