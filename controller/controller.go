@@ -289,6 +289,11 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	raw := &presented{}
 	archive, man, err := g.admit(ctx, raw)
 	g.timings.FirewallMS = time.Since(fwStart).Milliseconds()
+	if err != nil && ctx.Err() != nil {
+		// Cancelled or out of time while filtering: our problem, not the
+		// submission's, whatever the firewall called it.
+		return nil, nil, fmt.Errorf("admit submission: %w", errors.Join(ctx.Err(), err))
+	}
 	if err != nil {
 		var rej *firewall.RejectError
 		var miss *missingError

@@ -45,7 +45,9 @@ func TestCopyAPIConfined(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			if strings.HasPrefix(p, "github.com/docker/docker") && !inEngine {
+			// Tests elsewhere may inspect the daemon (to look for
+			// leftovers); production code may not talk to it at all.
+			if strings.HasPrefix(p, "github.com/docker/docker") && !inEngine && !strings.HasSuffix(path, "_test.go") {
 				t.Errorf("%s imports %s: only internal/engine may talk to Docker", rel, p)
 			}
 		}

@@ -157,14 +157,17 @@ func (d *Docker) NewVolume(ctx context.Context, run, phase string) (name string,
 	if !labelSafe(run) || !labelSafe(phase) {
 		return "", fmt.Errorf("%w: run and phase must be [a-z0-9-] of at most 64 bytes", ErrSpec)
 	}
-	name = objectName(run, phase)
+	vol := objectName(run, phase)
 	defer func() {
+		// vol, not the named result: an error return has already
+		// replaced name with "".
 		if err != nil {
 			cctx, cancel := d.cleanupCtx(ctx)
 			defer cancel()
-			_ = d.RemoveVolume(cctx, name)
+			_ = d.RemoveVolume(cctx, vol)
 		}
 	}()
+	name = vol
 	cctx, cancel := d.cleanupCtx(ctx)
 	_, err = d.cli.VolumeCreate(cctx, volume.CreateOptions{Name: name, Driver: "local", Labels: labels(run, phase)})
 	cancel()
