@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/strictgrade/strictgrade/firewall"
@@ -27,6 +28,7 @@ var shim []byte
 // Engine is what the candidate phase needs from the container engine.
 type Engine interface {
 	NewVolume(ctx context.Context, run, phase string) (string, error)
+	NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts engine.CopyInOptions) (string, *firewall.Manifest, error)
 	CopyIn(ctx context.Context, run, volume string, archive io.Reader, opts engine.CopyInOptions) (*firewall.Manifest, error)
 	Run(ctx context.Context, spec engine.Spec) (*engine.Result, error)
 	RemoveVolume(ctx context.Context, name string) error
@@ -58,6 +60,7 @@ type Outputs struct {
 	ImageID    string
 	Containers int
 	Duration   time.Duration
+	removed    chan struct{}
 }
 
 // Mount points inside the candidate container.
@@ -91,41 +94,51 @@ func ioPolicy(l task.Limits) firewall.Policy {
 func Run(ctx context.Context, eng Engine, req Request) (out *Outputs, err error) {
 	start := time.Now()
 	t := req.Task
-	var cleanups []func()
+	vols := &volumes{eng: eng, ctx: ctx, run: req.Run}
 	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-	newVolume := func(phase string) (string, error) {
-		v, err := eng.NewVolume(ctx, req.Run, phase)
 		if err != nil {
-			return "", err
+			vols.removeAll()
+			return
 		}
-		cleanups = append(cleanups, func() { _ = eng.RemoveVolume(context.WithoutCancel(ctx), v) })
-		return v, nil
-	}
-	artifacts, err := newVolume("artifacts")
-	if err != nil {
-		return nil, err
-	}
+		// The volumes are no longer needed: remove them while the caller
+		// goes on (Outputs.Wait waits for it).
+		done := make(chan struct{})
+		out.removed = done
+		go func() {
+			defer close(done)
+			vols.removeAll()
+		}()
+	}()
 	pol := ioPolicy(t.Spec.Limits)
-	if _, err := eng.CopyIn(ctx, req.Run, artifacts, bytes.NewReader(req.Artifacts), engine.CopyInOptions{Policy: pol}); err != nil {
-		return nil, fmt.Errorf("candidate: load artifacts: %w", err)
-	}
+	// The artifacts volume is made while the first case's volumes are.
+	artifacts := startFuture(func() (string, error) {
+		name, err := vols.with("artifacts", req.Artifacts, pol)
+		if err != nil {
+			return "", fmt.Errorf("candidate: load artifacts: %w", err)
+		}
+		return name, nil
+	})
+	defer artifacts.wait()
 	out = &Outputs{Cases: make([]Case, len(t.Cases.Cases))}
 	base := engine.Spec{
 		Run: req.Run, Phase: "candidate", Image: req.Image, Env: env, WorkDir: ArtifactsDir,
-		Mounts: []engine.Mount{{Volume: artifacts, Target: ArtifactsDir, ReadOnly: true}},
 		Limits: caseLimits(t.Spec.Limits),
+	}
+	withArtifacts := func(s engine.Spec) (engine.Spec, error) {
+		name, err := artifacts.wait()
+		if err != nil {
+			return s, err
+		}
+		s.Mounts = append([]engine.Mount{{Volume: name, Target: ArtifactsDir, ReadOnly: true}}, s.Mounts...)
+		return s, nil
 	}
 	switch t.Spec.Kind {
 	case schema.KindFunction:
-		err = runFunction(ctx, eng, req, base, newVolume, out)
+		err = runFunction(ctx, eng, req, base, withArtifacts, vols, out)
 	case schema.KindCommand:
-		err = runCommand(ctx, eng, req, base, out)
+		err = runCommand(ctx, eng, req, base, withArtifacts, out)
 	case schema.KindData:
-		err = runData(ctx, eng, req, base, newVolume, out)
+		err = runData(ctx, eng, req, base, withArtifacts, vols, out)
 	default:
 		err = fmt.Errorf("candidate: unsupported task kind %q", t.Spec.Kind)
 	}
@@ -134,6 +147,35 @@ func Run(ctx context.Context, eng Engine, req Request) (out *Outputs, err error)
 	}
 	out.Duration = time.Since(start)
 	return out, nil
+}
+
+// Wait blocks until the phase's volumes are removed. Call it before
+// reporting the grade finished.
+func (o *Outputs) Wait() {
+	if o != nil && o.removed != nil {
+		<-o.removed
+	}
+}
+
+// future is a value computed on its own goroutine.
+type future struct {
+	done chan struct{}
+	val  string
+	err  error
+}
+
+func startFuture(f func() (string, error)) *future {
+	fu := &future{done: make(chan struct{})}
+	go func() {
+		defer close(fu.done)
+		fu.val, fu.err = f()
+	}()
+	return fu
+}
+
+func (f *future) wait() (string, error) {
+	<-f.done
+	return f.val, f.err
 }
 
 func caseLimits(l task.Limits) engine.Limits {
@@ -166,6 +208,59 @@ func runResult(r *engine.Result) judge.RunResult {
 		rr.Exit = schema.ExitExited
 	}
 	return rr
+}
+
+// volumes creates the phase's volumes and removes them all, concurrently,
+// on the way out.
+type volumes struct {
+	eng   Engine
+	ctx   context.Context
+	run   string
+	mu    sync.Mutex
+	names []string
+}
+
+func (v *volumes) add(name string) {
+	v.mu.Lock()
+	v.names = append(v.names, name)
+	v.mu.Unlock()
+}
+
+func (v *volumes) empty(phase string) (string, error) {
+	name, err := v.eng.NewVolume(v.ctx, v.run, phase)
+	if err == nil {
+		v.add(name)
+	}
+	return name, err
+}
+
+func (v *volumes) with(phase string, archive []byte, pol firewall.Policy) (string, error) {
+	name, _, err := v.eng.NewVolumeWith(v.ctx, v.run, phase, bytes.NewReader(archive), engine.CopyInOptions{Policy: pol})
+	if err == nil {
+		v.add(name)
+	}
+	return name, err
+}
+
+func (v *volumes) removeAll() {
+	ctx := context.WithoutCancel(v.ctx)
+	var wg sync.WaitGroup
+	for _, name := range v.names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = v.eng.RemoveVolume(ctx, name)
+		}()
+	}
+	wg.Wait()
+}
+
+// both runs f and g concurrently and returns their errors joined.
+func both(f, g func() error) error {
+	errs := make(chan error, 1)
+	go func() { errs <- g() }()
+	err := f()
+	return errors.Join(err, <-errs)
 }
 
 // tarFiles builds a small archive of named files for CopyIn.
@@ -210,7 +305,7 @@ func filesUnder(archive []byte, prefix string) (map[string][]byte, error) {
 	}
 }
 
-func runFunction(ctx context.Context, eng Engine, req Request, base engine.Spec, newVolume func(string) (string, error), out *Outputs) error {
+func runFunction(ctx context.Context, eng Engine, req Request, base engine.Spec, withArtifacts func(engine.Spec) (engine.Spec, error), vols *volumes, out *Outputs) error {
 	t := req.Task
 	perCase := t.Spec.Isolation == task.PerCase
 	groups := [][]int{}
@@ -237,20 +332,23 @@ func runFunction(ctx context.Context, eng Engine, req Request, base engine.Spec,
 		if err != nil {
 			return err
 		}
-		inputs, err := newVolume("inputs")
-		if err != nil {
-			return err
-		}
 		files := map[string][]byte{"shim.py": shim, "cases.json": spec}
-		if _, err := eng.CopyIn(ctx, req.Run, inputs, bytes.NewReader(tarFiles(files, []string{"cases.json", "shim.py"})), engine.CopyInOptions{}); err != nil {
-			return fmt.Errorf("candidate: load inputs: %w", err)
+		var inputs, outVol string
+		err = both(
+			func() (err error) {
+				inputs, err = vols.with("inputs", tarFiles(files, []string{"cases.json", "shim.py"}), firewall.Policy{})
+				return err
+			},
+			func() (err error) { outVol, err = vols.empty("out"); return err },
+		)
+		if err != nil {
+			return fmt.Errorf("candidate: prepare volumes: %w", err)
 		}
-		outVol, err := newVolume("out")
+		s, err := withArtifacts(base)
 		if err != nil {
 			return err
 		}
-		s := base
-		s.Mounts = append(append([]engine.Mount(nil), base.Mounts...),
+		s.Mounts = append(s.Mounts,
 			engine.Mount{Volume: inputs, Target: InputsDir, ReadOnly: true},
 			engine.Mount{Volume: outVol, Target: OutDir})
 		s.Cmd = []string{"python3", "-I", InputsDir + "/shim.py"}
@@ -292,10 +390,13 @@ func runFunction(ctx context.Context, eng Engine, req Request, base engine.Spec,
 	return nil
 }
 
-func runCommand(ctx context.Context, eng Engine, req Request, base engine.Spec, out *Outputs) error {
+func runCommand(ctx context.Context, eng Engine, req Request, base engine.Spec, withArtifacts func(engine.Spec) (engine.Spec, error), out *Outputs) error {
 	t := req.Task
 	for i, c := range t.Cases.Cases {
-		s := base
+		s, err := withArtifacts(base)
+		if err != nil {
+			return err
+		}
 		s.Cmd = append([]string{ArtifactsDir + "/" + t.Spec.Command.Path}, c.Argv...)
 		s.Stdin = []byte(c.Stdin)
 		res, err := eng.Run(ctx, s)
@@ -309,7 +410,7 @@ func runCommand(ctx context.Context, eng Engine, req Request, base engine.Spec, 
 	return nil
 }
 
-func runData(ctx context.Context, eng Engine, req Request, base engine.Spec, newVolume func(string) (string, error), out *Outputs) error {
+func runData(ctx context.Context, eng Engine, req Request, base engine.Spec, withArtifacts func(engine.Spec) (engine.Spec, error), vols *volumes, out *Outputs) error {
 	t := req.Task
 	for i, c := range t.Cases.Cases {
 		files := map[string][]byte{}
@@ -323,19 +424,22 @@ func runData(ctx context.Context, eng Engine, req Request, base engine.Spec, new
 			order = append(order, name)
 		}
 		slices.Sort(order)
-		inputs, err := newVolume("input")
+		var inputs, outVol string
+		err := both(
+			func() (err error) {
+				inputs, err = vols.with("input", tarFiles(files, order), ioPolicy(t.Spec.Limits))
+				return err
+			},
+			func() (err error) { outVol, err = vols.empty("output"); return err },
+		)
+		if err != nil {
+			return fmt.Errorf("candidate: prepare volumes: %w", err)
+		}
+		s, err := withArtifacts(base)
 		if err != nil {
 			return err
 		}
-		if _, err := eng.CopyIn(ctx, req.Run, inputs, bytes.NewReader(tarFiles(files, order)), engine.CopyInOptions{}); err != nil {
-			return fmt.Errorf("candidate: load inputs: %w", err)
-		}
-		outVol, err := newVolume("output")
-		if err != nil {
-			return err
-		}
-		s := base
-		s.Mounts = append(append([]engine.Mount(nil), base.Mounts...),
+		s.Mounts = append(s.Mounts,
 			engine.Mount{Volume: inputs, Target: InputDir, ReadOnly: true},
 			engine.Mount{Volume: outVol, Target: OutputDir})
 		s.Cmd = append([]string(nil), t.Spec.Data.Argv...)

@@ -60,6 +60,19 @@ func (f *fakeEngine) CopyIn(ctx context.Context, run, vol string, archive io.Rea
 	return man, nil
 }
 
+func (f *fakeEngine) NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts engine.CopyInOptions) (string, *firewall.Manifest, error) {
+	name, err := f.NewVolume(ctx, run, phase)
+	if err != nil {
+		return "", nil, err
+	}
+	man, err := f.CopyIn(ctx, run, name, archive, opts)
+	if err != nil {
+		_ = f.RemoveVolume(ctx, name)
+		return "", nil, err
+	}
+	return name, man, nil
+}
+
 func (f *fakeEngine) Run(ctx context.Context, s engine.Spec) (*engine.Result, error) {
 	f.mu.Lock()
 	f.runs = append(f.runs, s)
@@ -137,6 +150,7 @@ func TestFunctionTaskOneContainerPerGrade(t *testing.T) {
 			}
 		}
 	}
+	out.Wait()
 	if got := out.Cases[n-1].Files; got != nil {
 		t.Errorf("the last case has files %v", got)
 	}
@@ -184,6 +198,15 @@ func TestInputsCarryNoExpectedValues(t *testing.T) {
 type capturingEngine struct {
 	*fakeEngine
 	onCopy func([]byte)
+}
+
+func (c *capturingEngine) NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts engine.CopyInOptions) (string, *firewall.Manifest, error) {
+	b, err := io.ReadAll(archive)
+	if err != nil {
+		return "", nil, err
+	}
+	c.onCopy(b)
+	return c.fakeEngine.NewVolumeWith(ctx, run, phase, bytes.NewReader(b), opts)
 }
 
 func (c *capturingEngine) CopyIn(ctx context.Context, run, vol string, archive io.Reader, opts engine.CopyInOptions) (*firewall.Manifest, error) {

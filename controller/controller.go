@@ -35,6 +35,9 @@ import (
 type Engine interface {
 	candidate.Engine
 	images.Store
+	// Prepare creates a container without starting it, so the judge is
+	// ready the moment the candidate's outputs are.
+	Prepare(ctx context.Context, spec engine.Spec) (*engine.Prepared, error)
 }
 
 // ErrCouldNotGrade is wrapped by every error Grade returns: the grade's
@@ -143,8 +146,10 @@ type Result struct {
 	Verdict *schema.Verdict
 	// Signed holds the signed statement, DSSE envelope and Sigstore bundle.
 	Signed *attest.Signed
-	// Archive is the canonical archive that was graded; its sha256 is the
-	// verdict's submission digest (the subject of the statement).
+	// Archive is the exact bytes graded — the canonical archive (strict
+	// tier) or the diff (compat tier); its sha256 is the verdict's
+	// submission digest, the subject of the statement. It is nil when the
+	// firewall rejected the submission.
 	Archive []byte
 	// Log lists what happened, in order.
 	Log []Event
@@ -314,21 +319,25 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	// The judge's volume is prepared while the candidate runs.
 	meta := judge.Meta{Verdict: *g.skeleton(archive), Kind: t.Spec.Kind}
 	type prepared struct {
-		vol string
-		err error
+		vol       string
+		container *engine.Prepared
+		err       error
 	}
 	judgeVol := make(chan prepared, 1)
 	prepCtx, cancelPrep := context.WithCancel(ctx)
 	defer cancelPrep()
 	go func() {
-		vol, err := g.prepareJudge(prepCtx, meta)
-		judgeVol <- prepared{vol, err}
+		vol, p, err := g.prepareJudge(prepCtx, meta)
+		judgeVol <- prepared{vol, p, err}
 	}()
 	var jv prepared
 	jvReceived := false
 	defer func() {
 		if !jvReceived {
 			jv = <-judgeVol
+		}
+		if jv.container != nil {
+			jv.container.Remove(ctx)
 		}
 		if jv.vol != "" {
 			_ = c.eng.RemoveVolume(context.WithoutCancel(ctx), jv.vol)
@@ -342,6 +351,8 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	if err != nil {
 		return nil, archive, fmt.Errorf("candidate phase: %w", err)
 	}
+	// The candidate's volumes are removed while the judge works.
+	defer outs.Wait()
 	for i, oc := range outs.Cases {
 		g.event("candidate", "case ran", "case", t.Cases.Cases[i].ID, "exit", string(oc.Result.Exit),
 			"code", oc.Result.ExitCode, "ms", oc.Result.DurationMS, "stdout_bytes", len(oc.Stdout), "error", oc.Result.Error)
@@ -356,7 +367,7 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 		return nil, archive, fmt.Errorf("prepare judge: %w", jv.err)
 	}
 	judgeStart := time.Now()
-	v, err := g.judge(ctx, jv.vol, outs, meta)
+	v, err := g.judge(ctx, jv.vol, jv.container, outs, meta)
 	g.timings.JudgeMS = time.Since(judgeStart).Milliseconds()
 	if err != nil {
 		return nil, archive, err
@@ -470,36 +481,43 @@ const judgeRoot = "/judge"
 
 // prepareJudge creates the judge's volume and loads the meta document and
 // the task's hidden directory into it.
-func (g *grade) prepareJudge(ctx context.Context, meta judge.Meta) (string, error) {
-	vol, err := g.c.eng.NewVolume(ctx, g.run, "judge")
-	if err != nil {
-		return "", err
-	}
+// prepareJudge creates the judge's volume with the meta document and the
+// task's hidden directory, and creates (without starting) the judge's
+// container over it.
+func (g *grade) prepareJudge(ctx context.Context, meta judge.Meta) (string, *engine.Prepared, error) {
 	var buf bytes.Buffer
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
-		return vol, err
+		return "", nil, err
 	}
 	tw := tar.NewWriter(&buf)
 	if err := addFile(tw, "meta.json", metaJSON); err != nil {
-		return vol, err
+		return "", nil, err
 	}
 	var hidden bytes.Buffer
 	if err := g.task.WriteHidden(ctx, &hidden); err != nil {
-		return vol, err
+		return "", nil, err
 	}
 	if err := appendArchive(tw, &hidden, ""); err != nil {
-		return vol, err
+		return "", nil, err
 	}
 	if err := tw.Close(); err != nil {
-		return vol, err
+		return "", nil, err
 	}
-	man, err := g.c.eng.CopyIn(ctx, g.run, vol, &buf, engine.CopyInOptions{Policy: judgePolicy})
+	vol, man, err := g.c.eng.NewVolumeWith(ctx, g.run, "judge", &buf, engine.CopyInOptions{Policy: judgePolicy})
 	if err != nil {
-		return vol, err
+		return "", nil, err
 	}
 	g.event("judge", "judge inputs loaded", "files", len(man.Files), "sha256", man.ArchiveSHA256)
-	return vol, nil
+	p, err := g.c.eng.Prepare(ctx, engine.Spec{
+		Run: g.run, Phase: "judge", Image: g.c.judgeID, Cmd: g.c.judgeCmd, Env: []string{"TZ=UTC"},
+		Mounts: []engine.Mount{{Volume: vol, Target: judgeRoot, ReadOnly: true}},
+		Limits: engine.Limits{Wall: 2 * time.Minute, MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true},
+	})
+	if err != nil {
+		return vol, nil, fmt.Errorf("judge container: %w", err)
+	}
+	return vol, p, nil
 }
 
 // judgePolicy bounds the judge's input.
@@ -570,7 +588,7 @@ func outputsArchive(outs *candidate.Outputs) ([]byte, error) {
 
 // judge loads the outputs, runs the judge container and checks what it
 // said against what it was asked.
-func (g *grade) judge(ctx context.Context, vol string, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
+func (g *grade) judge(ctx context.Context, vol string, prepared *engine.Prepared, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
 	c := g.c
 	data, err := outputsArchive(outs)
 	if err != nil {
@@ -581,11 +599,7 @@ func (g *grade) judge(ctx context.Context, vol string, outs *candidate.Outputs, 
 		return nil, fmt.Errorf("load candidate outputs for the judge: %w", err)
 	}
 	g.event("judge", "candidate outputs loaded", "files", len(man.Files), "bytes", man.TotalBytes)
-	res, err := c.eng.Run(ctx, engine.Spec{
-		Run: g.run, Phase: "judge", Image: c.judgeID, Cmd: c.judgeCmd, Env: []string{"TZ=UTC"},
-		Mounts: []engine.Mount{{Volume: vol, Target: judgeRoot, ReadOnly: true}},
-		Limits: engine.Limits{Wall: 2 * time.Minute, MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true},
-	})
+	res, err := prepared.Run(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("judge phase: %w", err)
 	}

@@ -390,6 +390,13 @@ func (f failingEngine) Run(ctx context.Context, s engine.Spec) (*engine.Result, 
 	return f.Docker.Run(ctx, s)
 }
 
+func (f failingEngine) Prepare(ctx context.Context, s engine.Spec) (*engine.Prepared, error) {
+	if s.Phase == f.phase {
+		return nil, errors.New("injected: Error response from daemon: no space left on device")
+	}
+	return f.Docker.Prepare(ctx, s)
+}
+
 func TestFaultInjection(t *testing.T) {
 	testJudge, err := images.Ensure(t.Context(), eng, images.GoBinaries{ImageName: "testjudge", Packages: []string{"github.com/strictgrade/strictgrade/internal/testjudge"}}, os.Stderr)
 	if err != nil {

@@ -153,40 +153,9 @@ func objectName(run, phase string) string {
 
 // NewVolume creates an empty volume whose root directory belongs to the
 // sandbox user.
-func (d *Docker) NewVolume(ctx context.Context, run, phase string) (name string, err error) {
-	if !labelSafe(run) || !labelSafe(phase) {
-		return "", fmt.Errorf("%w: run and phase must be [a-z0-9-] of at most 64 bytes", ErrSpec)
-	}
-	vol := objectName(run, phase)
-	defer func() {
-		// vol, not the named result: an error return has already
-		// replaced name with "".
-		if err != nil {
-			cctx, cancel := d.cleanupCtx(ctx)
-			defer cancel()
-			_ = d.RemoveVolume(cctx, vol)
-		}
-	}()
-	name = vol
-	cctx, cancel := d.cleanupCtx(ctx)
-	_, err = d.cli.VolumeCreate(cctx, volume.CreateOptions{Name: name, Driver: "local", Labels: labels(run, phase)})
-	cancel()
-	if err != nil {
-		return "", fmt.Errorf("engine: create volume: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	// Mounting the empty volume where the loader image has a directory
-	// owned by the sandbox user copies that ownership onto the volume root.
-	id, err := d.createLoader(ctx, run, name)
-	if id != "" {
-		d.removeContainer(ctx, id)
-	}
-	if err != nil {
-		return "", err
-	}
-	return name, nil
+func (d *Docker) NewVolume(ctx context.Context, run, phase string) (string, error) {
+	name, _, err := d.newVolume(ctx, run, phase, nil, CopyInOptions{})
+	return name, err
 }
 
 // RemoveVolume removes a volume; a missing one is not an error.

@@ -48,6 +48,9 @@ var (
 type Engine interface {
 	// NewVolume creates an empty labelled volume and returns its name.
 	NewVolume(ctx context.Context, run, phase string) (string, error)
+	// NewVolumeWith creates a volume filled with archive's canonical form
+	// (through the firewall), in one loader container.
+	NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts CopyInOptions) (string, *firewall.Manifest, error)
 	// CopyIn passes archive through the firewall under policy and extracts
 	// the canonical result into the volume at its root, using a loader
 	// container that is never started.

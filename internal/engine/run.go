@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -13,9 +14,21 @@ import (
 // the container has stopped.
 const drainTimeout = 15 * time.Second
 
-// Run implements Engine. Order matters: attach and wait are registered
-// before start, so neither the first bytes nor a fast exit can be missed.
-func (d *Docker) Run(ctx context.Context, spec Spec) (*Result, error) {
+// Prepared is a hardened container that has been created, and its profile
+// checked, but not started: a phase can be made ready while another runs.
+// Run it once, or Remove it; both remove the container.
+type Prepared struct {
+	d       *Docker
+	id      string
+	imageID string
+	spec    Spec
+	lim     Limits
+	mu      sync.Mutex
+	used    bool
+}
+
+// Prepare creates the container for spec without starting it.
+func (d *Docker) Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if err := validateSpec(spec); err != nil {
 		return nil, err
 	}
@@ -26,16 +39,53 @@ func (d *Docker) Run(ctx context.Context, spec Spec) (*Result, error) {
 	if spec.Runtime == "" {
 		spec.Runtime = d.cfg.Runtime
 	}
-	withStdin := spec.Stdin != nil
-	cfg, hc := hardened(spec, lim, withStdin)
+	cfg, hc := hardened(spec, lim, spec.Stdin != nil)
 	id, ins, err := d.create(ctx, objectName(spec.Run, spec.Phase), cfg, hc)
-	if id != "" {
-		defer d.removeContainer(ctx, id)
+	if err != nil {
+		if id != "" {
+			d.removeContainer(ctx, id)
+		}
+		return nil, err
 	}
+	return &Prepared{d: d, id: id, imageID: ins.Image, spec: spec, lim: lim}, nil
+}
+
+// Remove removes the container if Run has not; it is safe to call more
+// than once and on every path.
+func (p *Prepared) Remove(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.used {
+		p.used = true
+		p.d.removeContainer(ctx, p.id)
+	}
+}
+
+// Run implements Engine: Prepare, then run.
+func (d *Docker) Run(ctx context.Context, spec Spec) (*Result, error) {
+	p, err := d.Prepare(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{ContainerID: id, ImageID: ins.Image}
+	return p.Run(ctx)
+}
+
+// Run starts the prepared container, waits for it under its limits,
+// collects the requested paths and removes it. Order matters: attach and
+// wait are registered before start, so neither the first bytes nor a fast
+// exit can be missed.
+func (p *Prepared) Run(ctx context.Context) (*Result, error) {
+	p.mu.Lock()
+	if p.used {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("%w: a prepared container runs once", ErrSpec)
+	}
+	p.used = true
+	p.mu.Unlock()
+	d, id, spec, lim := p.d, p.id, p.spec, p.lim
+	withStdin := spec.Stdin != nil
+	defer d.removeContainer(ctx, id)
+	res := &Result{ContainerID: id, ImageID: p.imageID}
 
 	att, err := d.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: withStdin, Stdout: true, Stderr: true})
 	if err != nil {

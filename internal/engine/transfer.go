@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/volume"
 
 	"github.com/strictgrade/strictgrade/firewall"
 )
@@ -70,6 +71,68 @@ func (d *Docker) CopyIn(ctx context.Context, run, vol string, archive io.Reader,
 		return nil, fmt.Errorf("engine: copy into volume: %w", err)
 	}
 	return man, nil
+}
+
+// NewVolumeWith creates a volume and fills it with archive, filtered through
+// the firewall under opts, using a single loader container. A rejected
+// archive creates no volume.
+func (d *Docker) NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts CopyInOptions) (string, *firewall.Manifest, error) {
+	if archive == nil {
+		return "", nil, fmt.Errorf("%w: nil archive", ErrSpec)
+	}
+	return d.newVolume(ctx, run, phase, archive, opts)
+}
+
+// newVolume creates a volume whose root belongs to the sandbox user and,
+// when archive is not nil, copies its canonical form in through the same
+// never-started loader.
+func (d *Docker) newVolume(ctx context.Context, run, phase string, archive io.Reader, opts CopyInOptions) (name string, man *firewall.Manifest, err error) {
+	if !labelSafe(run) || !labelSafe(phase) {
+		return "", nil, fmt.Errorf("%w: run and phase must be [a-z0-9-] of at most 64 bytes", ErrSpec)
+	}
+	var src io.Reader
+	if archive != nil {
+		var cleanup func()
+		if src, man, cleanup, err = stage(ctx, archive, opts); err != nil {
+			return "", nil, err
+		}
+		defer cleanup()
+	}
+	vol := objectName(run, phase)
+	defer func() {
+		// vol, not the named result: an error return has already
+		// replaced name with "".
+		if err != nil {
+			cctx, cancel := d.cleanupCtx(ctx)
+			defer cancel()
+			_ = d.RemoveVolume(cctx, vol)
+		}
+	}()
+	// The create call is not interrupted by ctx (see create).
+	cctx, cancel := d.cleanupCtx(ctx)
+	_, err = d.cli.VolumeCreate(cctx, volume.CreateOptions{Name: vol, Driver: "local", Labels: labels(run, phase)})
+	cancel()
+	if err != nil {
+		return "", nil, fmt.Errorf("engine: create volume: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", nil, err
+	}
+	// Mounting the empty volume where the loader image has a directory
+	// owned by the sandbox user copies that ownership onto the volume root.
+	id, err := d.createLoader(ctx, run, vol)
+	if id != "" {
+		defer d.removeContainer(ctx, id)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if src != nil {
+		if err := d.cli.CopyToContainer(ctx, id, loaderMount, src, container.CopyToContainerOptions{}); err != nil {
+			return "", nil, fmt.Errorf("engine: copy into volume: %w", err)
+		}
+	}
+	return vol, man, nil
 }
 
 // stage filters archive into a temporary file, so that a rejected archive
