@@ -1,0 +1,267 @@
+package compat
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/schema"
+)
+
+// DecidedBy values of compat case records, beyond schema.DecidedByJUnit
+// and schema.DecidedByLimit.
+const (
+	DecidedByDiffGate = "diff_gate" // the gate rejected the diff
+	DecidedByGitApply = "git_apply" // the filtered diff did not apply
+	DecidedByOracle   = "oracle"    // not run (an ERROR verdict)
+)
+
+// cases turns a run into verdict records, one per expected test.
+func (r *run) cases() []schema.Case {
+	out := make([]schema.Case, 0, len(r.ids))
+	for _, id := range r.ids {
+		o := r.result.outcomes[id]
+		c := schema.Case{ID: id, Suite: r.suite, DecidedBy: schema.DecidedByJUnit, Outcome: schema.OutcomePass,
+			DurationMS: min(int64(o.seconds*1000), 604800000), Flags: slices.Clone(o.flags)}
+		if o.kind != kindPass {
+			c.Outcome = schema.OutcomeFail
+			c.Reason = text(o.reason, 400)
+		}
+		switch {
+		case r.refused != nil:
+			c.Outcome, c.DecidedBy = schema.OutcomeFail, schema.DecidedByFirewall
+			c.Reason = text("the container's output was refused: "+r.refused.Error(), 400)
+		case r.res.Exit == engine.ExitExited:
+			c.Exit = schema.ExitExited
+			if r.res.Code >= 0 && r.res.Code <= 255 {
+				c.ExitCode = schema.Code(r.res.Code)
+			}
+		default:
+			c.Exit = schema.Exit(r.res.Exit) // timeout, oom, output_limit
+			if c.Outcome != schema.OutcomePass {
+				c.DecidedBy = schema.DecidedByLimit
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// limitReason reports a run stopped by a limit or whose output was refused.
+func (g *grading) limitReason(r *run) (code, reason string) {
+	if r.refused != nil {
+		// The firewall refused what the run left (a link, a special file):
+		// the candidate's doing, named as a rejected artifact.
+		return schema.ReasonRejectedArtifact, fmt.Sprintf("the %s run's output was refused: %v", r.label, r.refused)
+	}
+	switch r.res.Exit {
+	case engine.ExitTimeout:
+		return schema.ReasonTimeout, fmt.Sprintf("the %s run exceeded the wall-clock limit of %ds", r.label, g.t.Spec.Limits.WallSeconds)
+	case engine.ExitOOM:
+		return schema.ReasonMemoryLimit, fmt.Sprintf("the %s run exceeded the memory limit of %d MiB", r.label, g.t.Spec.Limits.MemoryMB)
+	case engine.ExitOutputLimit:
+		return schema.ReasonOutputLimit, fmt.Sprintf("the %s run exceeded its output limit", r.label)
+	}
+	return "", ""
+}
+
+// tally counts a run's outcomes by kind.
+func (r *run) tally() map[kind][]string {
+	t := map[kind][]string{}
+	for _, id := range r.ids {
+		k := r.result.outcomes[id].kind
+		t[k] = append(t[k], id)
+	}
+	return t
+}
+
+// summary is one line per run: "hidden: 1/3 passed, 2 failed".
+func summary(runs []*run) string {
+	var parts []string
+	for _, r := range runs {
+		t := r.tally()
+		s := fmt.Sprintf("%s: %d/%d passed", r.label, len(t[kindPass]), len(r.ids))
+		for _, k := range []kind{kindFail, kindXfail, kindSkipped, kindMissing} {
+			if n := len(t[k]); n > 0 {
+				s += fmt.Sprintf(", %d %s", n, k)
+			}
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// someIDs lists at most five ids.
+func someIDs(ids []string) string {
+	if len(ids) <= 5 {
+		return strings.Join(ids, ", ")
+	}
+	return strings.Join(ids[:5], ", ") + fmt.Sprintf(" and %d more", len(ids)-5)
+}
+
+// decideFinal makes the final-mode verdict. Only a run that exited by
+// itself, left a readable report naming every expected test exactly once
+// as passed (and nothing else), and exited with code 0 can PASS; the exit
+// code corroborates the report and never decides alone.
+func (g *grading) decideFinal(runs []*run) *schema.Verdict {
+	v := g.skeleton()
+	var cases []schema.Case
+	for _, r := range runs {
+		cases = append(cases, r.cases()...)
+	}
+	v.SetCases(cases)
+	code, reason, layer := g.finalReason(runs)
+	v.Outcome = schema.OutcomePass
+	if code != "" {
+		v.Outcome = schema.OutcomeFail
+	}
+	v.ReasonCode, v.Reason = code, text(reason, 1000)
+	if code == "" {
+		v.Reason = ""
+	}
+	g.event("decide", string(v.Outcome)+" decided by "+layer, "reason_code", code, "reason", reason)
+	return v
+}
+
+func (g *grading) finalReason(runs []*run) (code, reason, layer string) {
+	for _, r := range runs {
+		if c, why := g.limitReason(r); c != "" {
+			return c, why, "limit"
+		}
+	}
+	sum := summary(runs)
+	var failed, missing int
+	for _, r := range runs {
+		t := r.tally()
+		failed += len(t[kindFail])
+		missing += len(t[kindXfail]) + len(t[kindSkipped]) + len(t[kindMissing])
+	}
+	switch {
+	case failed > 0:
+		return schema.ReasonWrongAnswer, sum, "junit"
+	case missing > 0:
+		return schema.ReasonTestsMissing, sum, "junit"
+	}
+	for _, r := range runs {
+		if r.repErr != nil {
+			return schema.ReasonTestsMissing, fmt.Sprintf("the %s report is unreadable: %v", r.label, r.repErr), "junit"
+		}
+		if r.result.extra > 0 {
+			return schema.ReasonTestsMissing, fmt.Sprintf("the %s report lists %d tests that were not asked for", r.label, r.result.extra), "junit"
+		}
+	}
+	for _, r := range runs {
+		if r.res.Code != 0 {
+			return schema.ReasonRuntimeError, fmt.Sprintf("pytest exited with code %d in the %s run although its report shows every test passed", r.res.Code, r.label), "exit_code"
+		}
+	}
+	return "", sum, "junit"
+}
+
+// decideBaseline makes the baseline verdict: FAIL when the task is fit,
+// QUARANTINED with the first applicable reason otherwise.
+func (g *grading) decideBaseline(runs []*run) *schema.Verdict {
+	var existing *run
+	var hidden []*run
+	for _, r := range runs {
+		if r.suite == schema.SuiteExisting {
+			existing = r
+		} else {
+			hidden = append(hidden, r)
+		}
+	}
+	// Tests whose two hidden runs disagree carry the flaky flag.
+	var flaky []string
+	cases := []schema.Case{}
+	if existing != nil {
+		cases = append(cases, existing.cases()...)
+	}
+	for _, c := range hidden[0].cases() {
+		id := c.ID
+		k1, k2 := hidden[0].result.outcomes[id].kind, hidden[1].result.outcomes[id].kind
+		if k1 != k2 {
+			flaky = append(flaky, id)
+			c.Flags = addFlags(c.Flags, schema.FlagFlaky)
+			c.Reason = fmt.Sprintf("run 1: %s, run 2: %s", k1, k2)
+			if c.Outcome == schema.OutcomePass {
+				c.Outcome = schema.OutcomeFail
+			}
+		}
+		cases = append(cases, c)
+	}
+	v := g.skeleton()
+	v.SetCases(cases)
+	code, reason := g.baselineReason(existing, hidden, flaky)
+	if code == "" {
+		v.Outcome, v.ReasonCode = schema.OutcomeFail, schema.ReasonWrongAnswer
+		v.Reason = text("the task is fit: "+reason, 1000)
+		g.event("decide", "baseline FAIL: the task is fit", "reason", reason)
+		return v
+	}
+	v.Outcome, v.ReasonCode, v.Reason = schema.OutcomeQuarantined, code, text(reason, 1000)
+	g.event("decide", "baseline QUARANTINED", "reason_code", code, "reason", reason)
+	return v
+}
+
+func (g *grading) baselineReason(existing *run, hidden []*run, flaky []string) (code, reason string) {
+	all := append([]*run{}, hidden...)
+	if existing != nil {
+		all = append([]*run{existing}, all...)
+	}
+	for _, r := range all {
+		if c, why := g.limitReason(r); c != "" {
+			return c, "at the base, " + why
+		}
+		if r.repErr != nil {
+			return schema.ReasonTestsMissing, fmt.Sprintf("the %s report is unreadable: %v", r.label, r.repErr)
+		}
+	}
+	if existing != nil {
+		t := existing.tally()
+		if bad := len(existing.ids) - len(t[kindPass]); bad > 0 {
+			var ids []string
+			for _, k := range []kind{kindFail, kindXfail, kindSkipped, kindMissing} {
+				ids = append(ids, t[k]...)
+			}
+			return schema.ReasonBaselineSuiteFail, fmt.Sprintf("%d existing tests do not pass at the base: %s", bad, someIDs(ids))
+		}
+		if existing.result.extra > 0 || existing.res.Code != 0 {
+			return schema.ReasonBaselineSuiteFail, fmt.Sprintf("the existing suite's run is not clean at the base (exit code %d, %d unexpected report entries)", existing.res.Code, existing.result.extra)
+		}
+	}
+	var missing []string
+	for _, r := range hidden {
+		for _, id := range r.ids {
+			if o := r.result.outcomes[id]; o.kind == kindMissing && !o.blocked && !slices.Contains(missing, id) {
+				missing = append(missing, id)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return schema.ReasonTestsMissing, "hidden tests absent from the report at the base: " + someIDs(missing)
+	}
+	if len(flaky) > 0 {
+		return schema.ReasonFlaky, "the two hidden runs at the base disagree on: " + someIDs(flaky)
+	}
+	var passed, wrong []string
+	var why []string
+	for _, id := range hidden[0].ids {
+		o := hidden[0].result.outcomes[id]
+		switch {
+		case o.kind == kindPass:
+			passed = append(passed, id)
+		case o.kind != kindFail || o.collected ||
+			slices.Contains(o.flags, schema.FlagImportError) || slices.Contains(o.flags, schema.FlagMissingFixture):
+			wrong = append(wrong, id)
+			why = append(why, id+" ("+o.reason+")")
+		}
+	}
+	if len(passed) > 0 {
+		return schema.ReasonBaselinePassed, "hidden tests pass at the base: " + someIDs(passed)
+	}
+	if len(wrong) > 0 {
+		return schema.ReasonWrongFailure, "hidden tests fail at the base for the wrong reason (an agent could flip them without doing the task): " + someIDs(why)
+	}
+	return "", summary(all) + "; both hidden runs agree"
+}

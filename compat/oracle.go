@@ -1,0 +1,829 @@
+package compat
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/internal/version"
+	"github.com/strictgrade/strictgrade/schema"
+)
+
+//go:embed prepare.py
+var prepareScript []byte
+
+// Engine is what the compat tier needs from the container engine;
+// *engine.Docker satisfies it.
+type Engine interface {
+	NewVolume(ctx context.Context, run, phase string) (string, error)
+	CopyIn(ctx context.Context, run, volume string, archive io.Reader, opts engine.CopyInOptions) (*firewall.Manifest, error)
+	Run(ctx context.Context, spec engine.Spec) (*engine.Result, error)
+	RemoveVolume(ctx context.Context, name string) error
+}
+
+// Where things are inside the oracle containers.
+const (
+	InputsDir = "/inputs"          // read-only: bundle, filtered diff, hidden tests, plan, runner
+	WorkDir   = "/work"            // the checkout; read-only for the test runs
+	RepoDir   = "/work/repo"       // the repository: pytest's rootdir and confcutdir
+	IniPath   = "/work/pytest.ini" // the judge-owned pytest configuration, outside the repository
+	OutDir    = "/out"             // each container's own output volume
+)
+
+// SourceDateEpoch is the fixed SOURCE_DATE_EPOCH of every oracle run
+// (1980-01-01T00:00:00Z, the earliest time a zip file can record).
+const SourceDateEpoch = "315532800"
+
+// Request describes one compat grade or baseline check.
+type Request struct {
+	// Run is the run id: [a-z0-9-], at most 64 bytes. It labels every
+	// container and volume; empty means a fresh one.
+	Run  string
+	Task *Task
+	// Image is the oracle image (the Python image's ID). Every container
+	// must report running exactly this image.
+	Image string
+	// Diff is the agent's unified diff. Grade requires it (an empty,
+	// non-nil diff grades the base); Check requires nil.
+	Diff []byte
+	// BaselineOutcome is the task's baseline outcome when the caller knows
+	// it (from Check). Grade records it and sets Flipped when it is FAIL
+	// and the grade PASSes.
+	BaselineOutcome schema.Outcome
+	// Nonce is the host-issued nonce; empty means a fresh one.
+	Nonce string
+	// ControllerVersion and Runtime describe the host for the verdict;
+	// empty ControllerVersion means this module's version.
+	ControllerVersion string
+	Runtime           string
+	// Progress, when set, receives each log entry as it is made.
+	Progress func(Entry)
+}
+
+// Outcome is the result of Grade or Check.
+type Outcome struct {
+	// Verdict is complete, schema-valid and unsigned.
+	Verdict *schema.Verdict
+	// Log says what happened, in order: the gate's decisions, each
+	// container's exit, timings, image and diff digests, test output
+	// excerpts and how the outcome was decided.
+	Log []Entry
+	// Filtered is the diff gate's output (Grade only; nil when the diff
+	// was malformed).
+	Filtered *Filtered
+}
+
+// Fit reports whether a baseline Outcome found the task fit: the hidden
+// tests fail at the base for the right reason, the same way twice, and the
+// existing suite passes. A fit task's baseline verdict is FAIL.
+func (o *Outcome) Fit() bool {
+	v := o.Verdict
+	return v != nil && v.Compat != nil && v.Compat.Mode == schema.ModeBaseline && v.Outcome == schema.OutcomeFail
+}
+
+// Entry is one line of a grade's log.
+type Entry struct {
+	Time    time.Time      `json:"time"`
+	RunID   string         `json:"run_id"`
+	Phase   string         `json:"phase"`
+	Message string         `json:"message"`
+	Attrs   map[string]any `json:"attrs,omitempty"`
+}
+
+// Patterns of the request fields that end up in the verdict.
+var (
+	runPattern     = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
+	runtimePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]{0,63}$`)
+	noncePattern   = regexp.MustCompile(`^[A-Za-z0-9_-]{16,128}$`)
+)
+
+// Grade grades req.Diff against req.Task in final mode: the diff passes the
+// gate, is applied to a fresh checkout of the base, the hidden tests are
+// injected, and the existing suite then the hidden suite run, each in a
+// fresh container. It returns PASS or FAIL with a nil error. An error means
+// the oracle could not grade (never the candidate's fault); the Outcome
+// then, when not nil, holds an ERROR verdict and the log so far.
+func Grade(ctx context.Context, eng Engine, req Request) (*Outcome, error) {
+	if req.Diff == nil {
+		return nil, errors.New("compat: Grade needs a diff (an empty diff grades the base; use Check for the baseline)")
+	}
+	g, err := newGrading(eng, req, schema.ModeFinal)
+	if err != nil {
+		return nil, err
+	}
+	return g.finish(ctx, g.final)
+}
+
+// Check runs the task's baseline: no diff, the existing suite once and the
+// hidden suite twice, each in a fresh container. The verdict (mode
+// baseline) is FAIL when the task is fit: every hidden test fails for the
+// right reason in both runs and the existing suite passes. It is
+// QUARANTINED, with the reason, when the existing suite fails
+// (baseline_suite_failed), a hidden test is missing (tests_missing), the
+// two hidden runs disagree (flaky), a hidden test passes at the base
+// (baseline_passed), a hidden test fails for the wrong reason — an import
+// or collection error, a missing fixture, a skip or xfail
+// (wrong_failure_reason) — or a run exceeds a limit (timeout,
+// memory_limit, output_limit). Errors are as for Grade.
+func Check(ctx context.Context, eng Engine, req Request) (*Outcome, error) {
+	if req.Diff != nil {
+		return nil, errors.New("compat: Check takes no diff")
+	}
+	g, err := newGrading(eng, req, schema.ModeBaseline)
+	if err != nil {
+		return nil, err
+	}
+	return g.finish(ctx, g.baseline)
+}
+
+// grading is the state of one Grade or Check call.
+type grading struct {
+	eng      Engine
+	req      Request
+	t        *Task
+	mode     schema.CompatMode
+	start    time.Time
+	nonce    string
+	subm     schema.Submission
+	filtered *Filtered
+	inputs   string // the inputs volume
+	imageID  string
+	timings  schema.Timings
+
+	mu       sync.Mutex
+	log      []Entry
+	volumes  []string
+	teardown time.Duration
+}
+
+func newGrading(eng Engine, req Request, mode schema.CompatMode) (*grading, error) {
+	switch {
+	case eng == nil:
+		return nil, errors.New("compat: nil engine")
+	case req.Task == nil:
+		return nil, errors.New("compat: nil task")
+	case req.Image == "":
+		return nil, errors.New("compat: no oracle image")
+	case req.Run != "" && !runPattern.MatchString(req.Run):
+		return nil, fmt.Errorf("compat: run id %q must be [a-z0-9-] of at most 64 bytes", req.Run)
+	case req.Runtime != "" && !runtimePattern.MatchString(req.Runtime):
+		return nil, fmt.Errorf("compat: runtime %q must match %s", req.Runtime, runtimePattern)
+	case req.Nonce != "" && !noncePattern.MatchString(req.Nonce):
+		return nil, fmt.Errorf("compat: nonce must match %s", noncePattern)
+	case req.ControllerVersion != "" && (len(req.ControllerVersion) > 128 || !safeText(req.ControllerVersion)):
+		return nil, errors.New("compat: controller version must be at most 128 printable characters")
+	}
+	if req.BaselineOutcome != "" {
+		if _, err := schema.ParseOutcome(string(req.BaselineOutcome)); err != nil {
+			return nil, fmt.Errorf("compat: baseline outcome: %w", err)
+		}
+	}
+	g := &grading{eng: eng, req: req, t: req.Task, mode: mode, start: time.Now(), nonce: req.Nonce}
+	if g.req.Run == "" {
+		g.req.Run = newRunID()
+	}
+	if g.nonce == "" {
+		g.nonce = schema.NewNonce()
+	}
+	if g.req.ControllerVersion == "" {
+		g.req.ControllerVersion = version.String()
+	}
+	sum := sha256.Sum256(req.Diff)
+	g.subm = schema.Submission{Kind: schema.SubmissionDiff, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(req.Diff))}
+	return g, nil
+}
+
+func newRunID() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go >= 1.24)
+	return "c" + hex.EncodeToString(b)
+}
+
+func (g *grading) event(phase, msg string, kv ...any) {
+	e := Entry{Time: time.Now().UTC(), RunID: g.req.Run, Phase: phase, Message: msg}
+	if len(kv) > 0 {
+		e.Attrs = make(map[string]any, len(kv)/2)
+		for i := 0; i+1 < len(kv); i += 2 {
+			e.Attrs[fmt.Sprint(kv[i])] = kv[i+1]
+		}
+	}
+	g.mu.Lock()
+	g.log = append(g.log, e)
+	g.mu.Unlock()
+	if g.req.Progress != nil {
+		g.req.Progress(e)
+	}
+}
+
+// finish runs body, removes every volume, and completes the verdict: the
+// body's, or an ERROR verdict when it failed.
+func (g *grading) finish(ctx context.Context, body func(context.Context) (*schema.Verdict, error)) (*Outcome, error) {
+	g.event("setup", "compat "+string(g.mode)+" started", "task", g.t.Spec.ID, "task_digest", g.t.Digest,
+		"image", g.req.Image, "diff_sha256", g.subm.SHA256, "diff_bytes", g.subm.Size)
+	v, err := body(ctx)
+	g.cleanup(ctx)
+	if err != nil {
+		g.event("error", "could not grade", "error", err.Error())
+		v = g.skeleton()
+		v.Outcome = schema.OutcomeError
+		v.ReasonCode = schema.ReasonInfrastructure
+		v.Reason = text(err.Error(), 480)
+	}
+	g.timings.TeardownMS = g.teardown.Milliseconds()
+	g.timings.TotalMS = time.Since(g.start).Milliseconds()
+	v.Timings = g.timings
+	if g.mode == schema.ModeBaseline {
+		v.Compat.BaselineOutcome = v.Outcome
+	} else if g.req.BaselineOutcome != "" {
+		v.Compat.BaselineOutcome = g.req.BaselineOutcome
+		v.Compat.Flipped = g.req.BaselineOutcome == schema.OutcomeFail && v.Outcome == schema.OutcomePass
+	}
+	if _, merr := schema.Marshal(v); merr != nil {
+		return nil, fmt.Errorf("compat: the verdict fails its schema: %w", errors.Join(err, merr))
+	}
+	g.event("verdict", "verdict "+string(v.Outcome), "reason_code", v.ReasonCode, "reason", v.Reason,
+		"tests_hash", v.TestsHash, "flipped", v.Compat.Flipped, "total_ms", v.Timings.TotalMS)
+	out := &Outcome{Verdict: v, Log: g.log, Filtered: g.filtered}
+	if err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// skeleton returns the verdict fields known before any test ran, with
+// every expected test recorded as not run.
+func (g *grading) skeleton() *schema.Verdict {
+	v := schema.New(schema.Task{ID: g.t.Spec.ID, Digest: g.t.Digest, Kind: schema.KindRepository}, schema.TierCompat)
+	v.RunID = g.req.Run
+	v.Nonce = g.nonce
+	v.Submission = g.subm
+	v.Controller = schema.Controller{Version: g.req.ControllerVersion, Runtime: g.req.Runtime}
+	v.Images = schema.Images{Oracle: g.imageID}
+	v.Compat.Mode = g.mode
+	if g.filtered != nil {
+		v.Compat.AppliedDiffSHA256 = g.filtered.SHA256
+		v.Compat.DroppedHunks = g.filtered.Dropped
+	}
+	v.SetCases(g.notRun("not run"))
+	return v
+}
+
+// notRun records every expected test as not run.
+func (g *grading) notRun(reason string) []schema.Case {
+	var cases []schema.Case
+	add := func(ids []string, suite schema.Suite) {
+		for _, id := range ids {
+			cases = append(cases, schema.Case{ID: id, Outcome: schema.OutcomeFail, DecidedBy: DecidedByOracle, Exit: schema.ExitNotRun,
+				Suite: suite, Reason: text(reason, 400)})
+		}
+	}
+	add(g.t.ExistingIDs, schema.SuiteExisting)
+	add(g.t.HiddenIDs, schema.SuiteHidden)
+	return cases
+}
+
+// failEarly is a FAIL decided before any test ran.
+func (g *grading) failEarly(code, decidedBy, reason string) *schema.Verdict {
+	v := g.skeleton()
+	v.Outcome = schema.OutcomeFail
+	v.ReasonCode = code
+	v.Reason = text(reason, 1000)
+	cases := g.notRun("not run: " + code)
+	for i := range cases {
+		cases[i].DecidedBy = decidedBy
+	}
+	v.SetCases(cases)
+	g.event("decide", "FAIL decided by "+decidedBy, "reason_code", code, "reason", reason)
+	return v
+}
+
+// final is Grade's body.
+func (g *grading) final(ctx context.Context) (*schema.Verdict, error) {
+	setup := time.Now()
+	f, err := g.t.Gate().Filter(g.req.Diff)
+	if err != nil {
+		if errors.Is(err, ErrDiff) {
+			g.event("gate", "diff rejected", "error", err.Error())
+			g.timings.SetupMS = time.Since(setup).Milliseconds()
+			return g.failEarly(schema.ReasonRejectedArtifact, DecidedByDiffGate, err.Error()), nil
+		}
+		return nil, err
+	}
+	g.filtered = f
+	for _, d := range f.Dropped {
+		g.event("gate", "hunk dropped", "path", d.Path, "rule", d.Rule)
+	}
+	g.event("gate", "diff filtered", "sections", f.Sections, "kept_paths", f.Paths, "dropped_hunks", f.DroppedTotal,
+		"ignored_lines", f.Ignored, "applied_diff_sha256", f.SHA256, "applied_diff_bytes", len(f.Diff))
+
+	work, err := g.setup(ctx, f)
+	g.timings.SetupMS = time.Since(setup).Milliseconds()
+	if err != nil {
+		return nil, err
+	}
+	oracle := time.Now()
+	defer func() { g.timings.OracleMS = time.Since(oracle).Milliseconds() }()
+	st, err := g.prepare(ctx, work)
+	if err != nil {
+		return nil, err
+	}
+	switch st.Status {
+	case "apply_failed":
+		return g.failEarly(schema.ReasonDiffDoesNotApply, DecidedByGitApply, "the filtered diff does not apply to the base: "+st.Message), nil
+	case "gate_mismatch":
+		return g.failEarly(schema.ReasonRejectedArtifact, DecidedByDiffGate, st.Message), nil
+	}
+	runs, err := g.suites(ctx, work, 1)
+	if err != nil {
+		return nil, err
+	}
+	return g.decideFinal(runs), nil
+}
+
+// baseline is Check's body.
+func (g *grading) baseline(ctx context.Context) (*schema.Verdict, error) {
+	setup := time.Now()
+	work, err := g.setup(ctx, nil)
+	g.timings.SetupMS = time.Since(setup).Milliseconds()
+	if err != nil {
+		return nil, err
+	}
+	oracle := time.Now()
+	defer func() { g.timings.OracleMS = time.Since(oracle).Milliseconds() }()
+	if _, err := g.prepare(ctx, work); err != nil {
+		return nil, err
+	}
+	runs, err := g.suites(ctx, work, 2)
+	if err != nil {
+		return nil, err
+	}
+	return g.decideBaseline(runs), nil
+}
+
+// newVolume creates a volume and registers its removal.
+func (g *grading) newVolume(ctx context.Context, phase string) (string, error) {
+	vol, err := g.eng.NewVolume(ctx, g.req.Run, phase)
+	if vol != "" {
+		g.mu.Lock()
+		g.volumes = append(g.volumes, vol)
+		g.mu.Unlock()
+	}
+	return vol, err
+}
+
+// cleanupTimeout bounds each volume removal.
+const cleanupTimeout = 30 * time.Second
+
+// removeVolume removes a volume now, on a context that survives
+// cancellation for a bounded time.
+func (g *grading) removeVolume(ctx context.Context, vol string) {
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := g.eng.RemoveVolume(cctx, vol); err != nil {
+		g.event("teardown", "volume removal failed", "volume", vol, "error", err.Error())
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.teardown += time.Since(start)
+	for i, v := range g.volumes {
+		if v == vol {
+			g.volumes = append(g.volumes[:i], g.volumes[i+1:]...)
+			break
+		}
+	}
+}
+
+// cleanup removes every volume still registered.
+func (g *grading) cleanup(ctx context.Context) {
+	g.mu.Lock()
+	vols := append([]string(nil), g.volumes...)
+	g.mu.Unlock()
+	for _, v := range vols {
+		g.removeVolume(ctx, v)
+	}
+}
+
+// setup creates the inputs volume (bundle, hidden tests, plan, runner,
+// judge-owned pytest configuration and, in final mode, the filtered diff)
+// and the empty work volume.
+func (g *grading) setup(ctx context.Context, f *Filtered) (work string, err error) {
+	inputs, err := g.newVolume(ctx, "oracle-inputs")
+	if err != nil {
+		return "", err
+	}
+	spool, err := os.CreateTemp("", "strictgrade-compat-task-*.tar")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	// The oracle's inputs are taken from the canonical archive whose
+	// digest the verdict binds, not from the directory as it is now.
+	man, err := g.t.archive(ctx, spool)
+	if err != nil {
+		return "", err
+	}
+	if man.ArchiveSHA256 != g.t.Digest {
+		return "", fmt.Errorf("compat: task %s changed since it was loaded (digest %s, loaded %s)", g.t.Dir, man.ArchiveSHA256, g.t.Digest)
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	pr, pw := io.Pipe()
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		pw.CloseWithError(g.writeInputs(pw, spool, f))
+	}()
+	im, err := g.eng.CopyIn(ctx, g.req.Run, inputs, pr, engine.CopyInOptions{Policy: taskPolicy})
+	pr.Close()
+	<-written
+	if err != nil {
+		return "", fmt.Errorf("compat: load the oracle's inputs: %w", err)
+	}
+	g.event("setup", "oracle inputs loaded", "files", len(im.Files), "bytes", im.TotalBytes, "sha256", im.ArchiveSHA256)
+	work, err = g.newVolume(ctx, "oracle-work")
+	if err != nil {
+		return "", err
+	}
+	g.inputs = inputs
+	return work, nil
+}
+
+// plan is what prepare.py reads.
+type plan struct {
+	Base    string   `json:"base"`
+	Diff    bool     `json:"diff"`
+	Allowed []string `json:"allowed"`
+	Hidden  []string `json:"hidden"`
+}
+
+// writeInputs writes the inputs archive: the bundle and the hidden files
+// out of the task's canonical archive, then the generated files.
+func (g *grading) writeInputs(w io.Writer, taskArchive io.Reader, f *Filtered) error {
+	tw := tar.NewWriter(w)
+	tr := tar.NewReader(taskArchive)
+	hiddenPrefix := g.t.Spec.Hidden.Dir + "/"
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		var name string
+		switch {
+		case h.Name == g.t.Spec.Repo.Bundle:
+			name = "repo.bundle"
+		case strings.HasPrefix(h.Name, hiddenPrefix):
+			name = "hidden/" + strings.TrimPrefix(h.Name, hiddenPrefix)
+		default:
+			continue
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: h.Size, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+	p := plan{Base: g.t.Spec.Repo.Base, Allowed: []string{}, Hidden: g.t.HiddenFiles}
+	if f != nil {
+		p.Diff = len(f.Diff) > 0
+		p.Allowed = f.Paths
+	}
+	planJSON, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{{"plan.json", planJSON}, {"prepare.py", prepareScript}, {"pytest.ini", g.t.pytestIni()}}
+	if f != nil && len(f.Diff) > 0 {
+		files = append(files, struct {
+			name string
+			data []byte
+		}{"diff.patch", f.Diff})
+	}
+	for _, file := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: file.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(file.data)), Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(file.data); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// pytestIni is the judge-owned pytest configuration. The repository's own
+// (pytest.ini, pyproject.toml, tox.ini, setup.cfg) is never read because
+// "-c" names this file. pythonpath (pytest >= 7) puts the repository on
+// sys.path explicitly: the interpreter runs with -P, so neither the working
+// directory nor PYTHONPATH is on it. xfail_strict turns an unexpected pass
+// of an xfail-marked test into a failure, which pytest's JUnit report
+// would otherwise show as a plain pass.
+func (t *Task) pytestIni() []byte {
+	paths := make([]string, len(t.Spec.Repo.PythonPath))
+	for i, p := range t.Spec.Repo.PythonPath {
+		paths[i] = RepoDir
+		if p != "." {
+			paths[i] += "/" + p
+		}
+	}
+	return []byte("[pytest]\n" +
+		"# Written by strictgrade for the compat oracle; the repository's own\n" +
+		"# pytest configuration is never read.\n" +
+		"pythonpath = " + strings.Join(paths, " ") + "\n" +
+		"xfail_strict = true\n" +
+		"junit_family = xunit2\n" +
+		"junit_logging = no\n" +
+		"junit_duration_report = call\n" +
+		"console_output_style = classic\n")
+}
+
+// env is the complete environment of every oracle process. Docker adds
+// the image's own variables unless they are set here, so every variable
+// the Python image declares (PATH, LANG, PYTHONDONTWRITEBYTECODE) is.
+func (t *Task) env() []string {
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/tmp",
+		"TZ=UTC",
+		"LANG=C.UTF-8",
+		"LC_ALL=C.UTF-8",
+		"SOURCE_DATE_EPOCH=" + SourceDateEpoch,
+		"PYTHONHASHSEED=0",
+		"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONPYCACHEPREFIX=/tmp/pycache",
+		"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
+	}
+	for _, k := range sortedKeys(t.Spec.Env) {
+		env = append(env, k+"="+t.Spec.Env[k])
+	}
+	return env
+}
+
+// pytestCmd is the hardened pytest invocation. The interpreter is not run
+// with -I: isolated mode implies -E, which would also drop PYTHONHASHSEED.
+// -P (no unsafe sys.path entry), -s (no user site) and -B (no bytecode)
+// give the rest of -I, and the environment is built from scratch, so no
+// PYTHON* variable but the oracle's is ever set.
+func pytestCmd(ids []string) []string {
+	return append([]string{"python3", "-P", "-s", "-B", "-m", "pytest",
+		"-c", IniPath, "--rootdir=" + RepoDir, "--confcutdir=" + RepoDir,
+		"-p", "no:cacheprovider", "-o", "addopts=",
+		"--junitxml=" + OutDir + "/report.xml", "-q", "--"}, ids...)
+}
+
+func (g *grading) limits(stdout int64) engine.Limits {
+	l := g.t.Spec.Limits
+	return engine.Limits{
+		Wall:        time.Duration(l.WallSeconds) * time.Second,
+		MemoryBytes: l.MemoryMB << 20,
+		PIDs:        l.PIDs,
+		TmpfsBytes:  l.TmpfsMB << 20,
+		StdoutBytes: stdout,
+		StderrBytes: 256 << 10,
+	}
+}
+
+// outPolicy bounds what a container leaves in its output volume.
+var outPolicy = firewall.Policy{MaxEntries: 1000, MaxFileBytes: maxReportBytes, MaxTotalBytes: 64 << 20}
+
+// prepared is prepare.py's report.
+type prepared struct {
+	Status  string           `json:"status"`
+	Stage   string           `json:"stage"`
+	Message string           `json:"message"`
+	Head    string           `json:"head"`
+	Changed []string         `json:"changed"`
+	StepsMS map[string]int64 `json:"steps_ms"`
+}
+
+// prepare runs the trusted preparation container. No candidate code runs
+// in it, so anything but a clean report or a diff that does not apply is
+// an infrastructure error.
+func (g *grading) prepare(ctx context.Context, work string) (*prepared, error) {
+	out, err := g.newVolume(ctx, "oracle-out")
+	if err != nil {
+		return nil, err
+	}
+	defer g.removeVolume(ctx, out)
+	res, err := g.eng.Run(ctx, engine.Spec{
+		Run: g.req.Run, Phase: "oracle-prepare", Image: g.req.Image,
+		Cmd: []string{"python3", "-I", "-B", InputsDir + "/prepare.py"}, Env: g.t.env(), WorkDir: WorkDir,
+		Mounts: []engine.Mount{{Volume: g.inputs, Target: InputsDir, ReadOnly: true}, {Volume: work, Target: WorkDir}, {Volume: out, Target: OutDir}},
+		Limits: g.limits(256 << 10), Collect: []string{OutDir}, CollectPolicy: outPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compat: prepare: %w", err)
+	}
+	if err := g.checkImage(res); err != nil {
+		return nil, err
+	}
+	g.event("prepare", "prepare exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(), "image", res.ImageID)
+	if res.Exit != engine.ExitExited || res.Code != 0 {
+		return nil, fmt.Errorf("compat: prepare ended with %s (code %d): %s", res.Exit, res.Code, schema.Excerpt(res.Stderr, 400))
+	}
+	data, ok, err := fileFrom(res.Collected[OutDir].Archive, "out/prepare.json", 1<<20)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("compat: prepare left no report (%v): %s", err, schema.Excerpt(res.Stderr, 400))
+	}
+	var st prepared
+	if err := schema.CheckJSON(data, 1<<20); err != nil {
+		return nil, fmt.Errorf("compat: prepare report: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("compat: prepare report: %w", err)
+	}
+	g.event("prepare", "checkout prepared", "status", st.Status, "stage", st.Stage, "message", st.Message,
+		"head", st.Head, "changed", st.Changed, "steps_ms", st.StepsMS)
+	switch st.Status {
+	case "ok":
+		if st.Head != g.t.Spec.Repo.Base {
+			return nil, fmt.Errorf("compat: prepare checked out %q, want %s", st.Head, g.t.Spec.Repo.Base)
+		}
+		return &st, nil
+	case "apply_failed", "gate_mismatch":
+		if g.mode == schema.ModeFinal {
+			return &st, nil
+		}
+	}
+	return nil, fmt.Errorf("compat: prepare failed at %s: %s", st.Stage, st.Message)
+}
+
+func (g *grading) checkImage(res *engine.Result) error {
+	if res.ImageID == "" {
+		return errors.New("compat: the engine did not report the oracle's image")
+	}
+	if strings.HasPrefix(g.req.Image, "sha256:") && res.ImageID != g.req.Image {
+		return fmt.Errorf("compat: container ran image %s, expected %s", res.ImageID, g.req.Image)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.imageID != "" && res.ImageID != g.imageID {
+		return fmt.Errorf("compat: containers ran different images (%s, %s)", g.imageID, res.ImageID)
+	}
+	g.imageID = res.ImageID
+	return nil
+}
+
+// run is one pytest run of one suite in its own container.
+type run struct {
+	suite   schema.Suite
+	label   string
+	ids     []string
+	res     *engine.Result
+	refused error // the container's output was refused by the firewall
+	repErr  error // the report exists but cannot be read
+	result  suiteResult
+}
+
+// suites runs the existing suite (when it has tests) and then the hidden
+// suite hiddenRuns times, one fresh container each.
+func (g *grading) suites(ctx context.Context, work string, hiddenRuns int) ([]*run, error) {
+	var runs []*run
+	if len(g.t.ExistingIDs) > 0 {
+		r, err := g.runSuite(ctx, work, schema.SuiteExisting, "existing", g.t.ExistingIDs)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	for i := 1; i <= hiddenRuns; i++ {
+		label := "hidden"
+		if i > 1 {
+			label = fmt.Sprintf("hidden-%d", i)
+		}
+		r, err := g.runSuite(ctx, work, schema.SuiteHidden, label, g.t.HiddenIDs)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+func (g *grading) runSuite(ctx context.Context, work string, suite schema.Suite, label string, ids []string) (*run, error) {
+	out, err := g.newVolume(ctx, "oracle-out")
+	if err != nil {
+		return nil, err
+	}
+	defer g.removeVolume(ctx, out)
+	r := &run{suite: suite, label: label, ids: ids}
+	res, err := g.eng.Run(ctx, engine.Spec{
+		Run: g.req.Run, Phase: "oracle-" + label, Image: g.req.Image,
+		Cmd: pytestCmd(ids), Env: g.t.env(), WorkDir: RepoDir,
+		Mounts: []engine.Mount{{Volume: work, Target: WorkDir, ReadOnly: true}, {Volume: out, Target: OutDir}},
+		Limits: g.limits(1 << 20), Collect: []string{OutDir}, CollectPolicy: outPolicy,
+	})
+	if errors.Is(err, engine.ErrCollect) {
+		// Candidate code ran in the container: what it left is its doing.
+		r.refused = err
+		g.event(label, "output refused", "error", err.Error())
+		r.result = classify(nil, ids, "no report: the container's output was refused")
+		return r, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compat: %s run: %w", label, err)
+	}
+	if err := g.checkImage(res); err != nil {
+		return nil, err
+	}
+	r.res = res
+	g.event(label, "pytest exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(),
+		"stdout_tail", tail(res.Stdout, 2048), "stderr_tail", tail(res.Stderr, 1024), "stdout_truncated", res.StdoutTruncated)
+	data, ok, err := fileFrom(res.Collected[OutDir].Archive, "out/report.xml", maxReportBytes)
+	var rep *report
+	switch {
+	case err != nil:
+		r.repErr = err
+	case ok:
+		rep, r.repErr = parseReport(data)
+	}
+	noReport := fmt.Sprintf("no report: pytest %s with code %d", res.Exit, res.Code)
+	if r.repErr != nil {
+		noReport = "report unreadable: " + r.repErr.Error()
+	}
+	r.result = classify(rep, ids, noReport)
+	counts := map[string]int{}
+	for _, id := range ids {
+		counts[r.result.outcomes[id].kind.String()]++
+	}
+	g.event(label, "report read", "report", ok, "error", errString(r.repErr), "counts", counts,
+		"extra", r.result.extra, "duplicates", r.result.duplicates, "collection_problems", r.result.collectProblems)
+	return r, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// text makes s safe for a verdict's reason: escaped as schema.Excerpt
+// does (control characters, invalid UTF-8, bidirectional overrides) but
+// without the surrounding quotes, cut to at most max characters.
+func text(s string, max int) string {
+	q := schema.Excerpt([]byte(s), max+2)[1:]
+	if strings.HasSuffix(q, `"…`) {
+		return strings.TrimSuffix(q, `"…`) + "…"
+	}
+	return strings.TrimSuffix(q, `"`)
+}
+
+// tail quotes the last n bytes of b for the log.
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return schema.Excerpt(b, n+64)
+}
+
+// fileFrom reads one regular file out of a canonical archive.
+func fileFrom(archive []byte, name string, limit int64) ([]byte, bool, error) {
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if h.Name != name || h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if h.Size > limit {
+			return nil, true, fmt.Errorf("%s is %d bytes, more than %d", name, h.Size, limit)
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, limit))
+		return data, true, err
+	}
+}
