@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/strictgrade/strictgrade/attest"
+	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
@@ -56,9 +58,9 @@ func loadSigner(path string) (*attest.Signer, bool, error) {
 func runGrade(ctx context.Context, args []string, stdio IO) int {
 	fs := newFlags("grade", stdio.Stderr)
 	taskDir := fs.String("task", "", "task directory (required)")
-	subPath := fs.String("submission", "", "submission directory or tar file (required)")
+	subPath := fs.String("submission", "", "submission: a directory or tar file (strict tier), a unified diff file (compat tier); required")
 	keyPath := fs.String("key", "", "private key PEM for signing (default: an ephemeral key)")
-	out := fs.String("out", "", "write the Sigstore bundle here (and the bare DSSE envelope to FILE.dsse.json)")
+	out := fs.String("out", "", "write the Sigstore bundle here, the bare DSSE envelope to FILE.dsse.json and the graded bytes to FILE.submission")
 	asJSON := fs.Bool("json", false, "print the verdict as JSON instead of a table")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -67,13 +69,16 @@ func runGrade(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintln(stdio.Stderr, "usage: strictgrade grade --task DIR --submission DIR|TAR [--key FILE] [--out FILE] [--json]")
 		return ExitUsage
 	}
-	t, err := task.Load(ctx, *taskDir)
-	if err != nil {
-		return fail(stdio, "grade", ExitUsage, err)
-	}
 	signer, ephemeral, err := loadSigner(*keyPath)
 	if err != nil {
 		return fail(stdio, "grade", ExitError, err)
+	}
+	if isCompatTask(*taskDir) {
+		return gradeCompat(ctx, stdio, *taskDir, *subPath, signer, ephemeral, *out, *asJSON)
+	}
+	t, err := task.Load(ctx, *taskDir)
+	if err != nil {
+		return fail(stdio, "grade", ExitUsage, err)
 	}
 	var sub controller.Submission
 	st, err := os.Stat(*subPath)
@@ -98,18 +103,24 @@ func runGrade(ctx context.Context, args []string, stdio IO) int {
 	}
 	defer ctrl.Close()
 	res, gradeErr := ctrl.Grade(ctx, t, sub)
+	return report(stdio, res, gradeErr, signer, ephemeral, *out, *asJSON)
+}
+
+// report prints a grade's verdict, writes its files and maps it to the
+// exit code.
+func report(stdio IO, res *controller.Result, gradeErr error, signer *attest.Signer, ephemeral bool, out string, asJSON bool) int {
 	if res == nil {
 		return fail(stdio, "grade", ExitError, gradeErr)
 	}
 	if gradeErr != nil {
 		fmt.Fprintf(stdio.Stderr, "strictgrade grade: %v\n", gradeErr)
 	}
-	if *out != "" {
-		if err := writeOutputs(*out, res, signer, ephemeral, stdio.Stderr); err != nil {
+	if out != "" {
+		if err := writeOutputs(out, res, signer, ephemeral, stdio.Stderr); err != nil {
 			return fail(stdio, "grade", ExitError, err)
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdio.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res.Verdict); err != nil {
@@ -124,6 +135,54 @@ func runGrade(ctx context.Context, args []string, stdio IO) int {
 	return outcomeCode(res.Verdict.Outcome)
 }
 
+// isCompatTask reports whether dir holds a compat-tier (repository) task.
+func isCompatTask(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, "task.json"))
+	if err != nil {
+		return false
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	return json.Unmarshal(data, &head) == nil && head.Schema == compat.SpecSchema
+}
+
+// gradeCompat grades a diff file against a compat task.
+func gradeCompat(ctx context.Context, stdio IO, taskDir, diffPath string, signer *attest.Signer, ephemeral bool, out string, asJSON bool) int {
+	t, err := compat.Load(ctx, taskDir)
+	if err != nil {
+		return fail(stdio, "grade", ExitUsage, err)
+	}
+	diff, err := readDiff(diffPath)
+	if err != nil {
+		return fail(stdio, "grade", ExitUsage, err)
+	}
+	ctrl, err := controller.New(ctx, controller.Config{Signer: signer, Logger: stdio.Log, BuildProgress: stdio.Stderr})
+	if err != nil {
+		return fail(stdio, "grade", ExitError, err)
+	}
+	defer ctrl.Close()
+	res, gradeErr := ctrl.GradeCompat(ctx, t, diff, "")
+	return report(stdio, res, gradeErr, signer, ephemeral, out, asJSON)
+}
+
+// maxDiff bounds a diff file read from disk.
+const maxDiff = 16 << 20
+
+func readDiff(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: a compat submission is a unified diff file", path)
+	}
+	if st.Size() > maxDiff {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxDiff)
+	}
+	return os.ReadFile(path)
+}
+
 func writeOutputs(out string, res *controller.Result, signer *attest.Signer, ephemeral bool, stderr io.Writer) error {
 	if err := os.WriteFile(out, res.Signed.Bundle, 0o644); err != nil {
 		return err
@@ -132,7 +191,7 @@ func writeOutputs(out string, res *controller.Result, signer *attest.Signer, eph
 		return err
 	}
 	if res.Archive != nil {
-		if err := os.WriteFile(out+".submission.tar", res.Archive, 0o644); err != nil {
+		if err := os.WriteFile(out+".submission", res.Archive, 0o644); err != nil {
 			return err
 		}
 	}
@@ -148,7 +207,7 @@ func writeOutputs(out string, res *controller.Result, signer *attest.Signer, eph
 	}
 	fmt.Fprintf(stderr, "grade: wrote %s (bundle), %s.dsse.json (envelope)", out, out)
 	if res.Archive != nil {
-		fmt.Fprintf(stderr, " and %s.submission.tar (the graded canonical archive)", out)
+		fmt.Fprintf(stderr, " and %s.submission (the exact bytes graded)", out)
 	}
 	fmt.Fprintln(stderr)
 	return nil

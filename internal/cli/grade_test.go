@@ -25,7 +25,7 @@ func TestGradeAndVerify(t *testing.T) {
 	if code != ExitOK || !strings.HasPrefix(stdout, "PASS") {
 		t.Fatalf("honest: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	code, stdout, stderr = run(t, "verify", "--key", out+".pub", "--bundle", out, "--submission", out+".submission.tar", "--tier", "strict")
+	code, stdout, stderr = run(t, "verify", "--key", out+".pub", "--bundle", out, "--submission", out+".submission", "--tier", "strict")
 	if code != ExitOK {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, stdout, stderr)
 	}

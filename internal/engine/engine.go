@@ -123,7 +123,7 @@ type Spec struct {
 	Phase   string // phase, recorded as a label; required
 	Image   string // image ID or reference; required
 	Cmd     []string
-	Env     []string // the complete environment; nothing is inherited
+	Env     []string // added to the image's own ENV; nothing comes from the host
 	WorkDir string
 	Stdin   []byte // fed to the process, then closed; nil means no stdin
 	Mounts  []Mount
