@@ -97,6 +97,7 @@ func register(ps ...*Probe) { registry = append(registry, ps...) }
 
 // All returns every registered probe, controls first, then by id.
 func All() []*Probe {
+	attachCompat()
 	out := slices.Clone(registry)
 	slices.SortStableFunc(out, func(a, b *Probe) int {
 		if a.Control != b.Control {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strictgrade/strictgrade/attest"
+	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
@@ -29,6 +30,9 @@ type Env struct {
 	tasks      map[string]*task.Task
 	tmp        string
 	keyMarker  string
+
+	mu          sync.Mutex
+	compatTasks map[string]*compat.Task
 }
 
 // Task returns the embedded task of the given name.
@@ -270,6 +274,8 @@ func failLayer(v *schema.Verdict) string {
 		}
 	}
 	switch {
+	case v.Tier == schema.TierCompat:
+		return compatLayer(v)
 	case v.ReasonCode == schema.ReasonRejectedArtifact && first != nil && first.Exit == schema.ExitNotRun:
 		if m := firewallReason.FindStringSubmatch(v.Reason); m != nil {
 			return "fw-in: " + m[1]
@@ -285,11 +291,6 @@ func failLayer(v *schema.Verdict) string {
 		return "fw-out"
 	case v.ReasonCode == schema.ReasonTimeout, v.ReasonCode == schema.ReasonMemoryLimit, v.ReasonCode == schema.ReasonOutputLimit:
 		return "limits: " + v.ReasonCode
-	case v.Tier == schema.TierCompat:
-		if v.Compat != nil && len(v.Compat.DroppedHunks) > 0 && v.ReasonCode != schema.ReasonDiffDoesNotApply {
-			return "diff-gate+" + "junit: " + v.ReasonCode
-		}
-		return "oracle: " + v.ReasonCode
 	default:
 		return "judge: " + v.ReasonCode
 	}
