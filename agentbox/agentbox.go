@@ -13,6 +13,7 @@ import (
 
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/internal/tarball"
 	"github.com/strictgrade/strictgrade/task"
 )
 
@@ -89,32 +90,12 @@ func Open(ctx context.Context, eng *engine.Docker, t *task.Task, cfg Config) (b 
 // the prefix directory itself.
 func reroot(r io.Reader, prefix string) ([]byte, error) {
 	var buf bytes.Buffer
-	tr := tar.NewReader(r)
-	tw := tar.NewWriter(&buf)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := tarball.Rewrite(&buf, r, func(h *tar.Header) bool {
 		name, ok := strings.CutPrefix(h.Name, prefix)
-		if !ok || name == "" {
-			continue
-		}
 		h.Name = name
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+		return ok && name != ""
+	})
+	return buf.Bytes(), err
 }
 
 // ContainerID returns the agent container's ID.
@@ -247,25 +228,12 @@ func (b *Box) Export(ctx context.Context) ([]byte, error) {
 // appendUnder copies the entries of a canonical archive into tw, placing
 // them under dir ("." for the root).
 func appendUnder(tw *tar.Writer, archive []byte, dir string) error {
-	tr := tar.NewReader(bytes.NewReader(archive))
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return tarball.Copy(tw, bytes.NewReader(archive), func(h *tar.Header) bool {
 		if dir != "." {
 			h.Name = dir + "/" + h.Name
 		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return err
-		}
-	}
+		return true
+	})
 }
 
 // Close removes the agent container and its work volume. Call it on every

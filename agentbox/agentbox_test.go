@@ -10,10 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/volume"
-	"github.com/docker/docker/client"
 
 	"github.com/strictgrade/strictgrade/agentbox"
 	"github.com/strictgrade/strictgrade/attest"
@@ -64,18 +60,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func assertClean(t *testing.T, run string) {
+func assertClean(t testing.TB, run string) {
 	t.Helper()
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	cs, vs, err := eng.Leftovers(context.Background(), run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
-	f := filters.NewArgs(filters.Arg("label", engine.LabelRun+"="+run))
-	cs, _ := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
-	vs, _ := cli.VolumeList(context.Background(), volume.ListOptions{Filters: f})
-	if len(cs)+len(vs.Volumes) > 0 {
-		t.Errorf("run %s left %d containers and %d volumes", run, len(cs), len(vs.Volumes))
+	if len(cs)+len(vs) > 0 {
+		t.Errorf("run %s left %d containers and %d volumes", run, len(cs), len(vs))
 	}
 }
 

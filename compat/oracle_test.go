@@ -14,10 +14,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/volume"
-	"github.com/docker/docker/client"
 
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/compat"
@@ -155,22 +151,12 @@ func logOutcome(t *testing.T, out *compat.Outcome) {
 // assertClean fails if anything labelled with the run survived.
 func assertClean(t testing.TB, run string) {
 	t.Helper()
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	cs, vs, err := oracle(t).eng.Leftovers(context.Background(), run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
-	f := filters.NewArgs(filters.Arg("label", engine.LabelRun+"="+run))
-	cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := cli.VolumeList(context.Background(), volume.ListOptions{Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cs)+len(vs.Volumes) > 0 {
-		t.Errorf("run %s left %d containers and %d volumes", run, len(cs), len(vs.Volumes))
+	if len(cs)+len(vs) > 0 {
+		t.Errorf("run %s left %d containers and %d volumes", run, len(cs), len(vs))
 	}
 }
 

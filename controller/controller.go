@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -449,31 +450,10 @@ func (g *grade) admit(ctx context.Context, raw *presented) ([]byte, *firewall.Ma
 
 // narrow copies the entries of a canonical archive that keep selects.
 func narrow(r io.Reader, w io.Writer, keep func(string, bool) bool) error {
-	tr := tar.NewReader(r)
-	tw := tar.NewWriter(w)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return tw.Close()
-		}
-		if err != nil {
-			return err
-		}
+	return tarball.Rewrite(w, r, func(h *tar.Header) bool {
 		isDir := h.Typeflag == tar.TypeDir
-		name := h.Name
-		if isDir {
-			name = name[:len(name)-1]
-		}
-		if !keep(name, isDir) {
-			continue
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return err
-		}
-	}
+		return keep(strings.TrimSuffix(h.Name, "/"), isDir)
+	})
 }
 
 // judgeRoot is where the judge's input volume is mounted.
@@ -498,7 +478,7 @@ func (g *grade) prepareJudge(ctx context.Context, meta judge.Meta) (string, *eng
 	if err := g.task.WriteHidden(ctx, &hidden); err != nil {
 		return "", nil, err
 	}
-	if err := appendArchive(tw, &hidden, ""); err != nil {
+	if err := tarball.Copy(tw, &hidden, nil); err != nil {
 		return "", nil, err
 	}
 	if err := tw.Close(); err != nil {
@@ -529,28 +509,6 @@ func addFile(tw *tar.Writer, name string, data []byte) error {
 	}
 	_, err := tw.Write(data)
 	return err
-}
-
-// appendArchive copies the regular files and directories of a canonical
-// archive into tw, under prefix.
-func appendArchive(tw *tar.Writer, r io.Reader, prefix string) error {
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		h.Name = prefix + h.Name
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return err
-		}
-	}
 }
 
 // outputsArchive lays the candidate's outputs out as the judge reads them:

@@ -158,13 +158,26 @@ func (d *Docker) NewVolume(ctx context.Context, run, phase string) (string, erro
 	return name, err
 }
 
-// RemoveVolume removes a volume; a missing one is not an error.
+// RemoveVolume removes a volume; a missing one is not an error. A volume
+// still held by a container that is being removed (by us or from outside)
+// is retried for a few seconds.
 func (d *Docker) RemoveVolume(ctx context.Context, name string) error {
-	err := d.cli.VolumeRemove(ctx, name, true)
-	if err != nil && !errdefs.IsNotFound(err) {
+	delay := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := d.cli.VolumeRemove(ctx, name, true)
+		switch {
+		case err == nil || errdefs.IsNotFound(err):
+			return nil
+		case errdefs.IsConflict(err) && attempt < 8:
+			select {
+			case <-time.After(delay):
+				delay *= 2
+				continue
+			case <-ctx.Done():
+			}
+		}
 		return fmt.Errorf("engine: remove volume %s: %w", name, err)
 	}
-	return nil
 }
 
 // removeContainer force-removes a container on a cleanup context and logs
@@ -207,6 +220,27 @@ func (d *Docker) create(ctx context.Context, name string, cfg *container.Config,
 		return id, ins, err
 	}
 	return id, ins, nil
+}
+
+// Leftovers lists the containers and volumes labelled with run that still
+// exist: after a grade has returned, there should be none.
+func (d *Docker) Leftovers(ctx context.Context, run string) (containers, volumes []string, err error) {
+	f := filters.NewArgs(filters.Arg("label", LabelRun+"="+run))
+	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: list containers: %w", err)
+	}
+	for _, c := range cs {
+		containers = append(containers, c.ID)
+	}
+	vs, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: list volumes: %w", err)
+	}
+	for _, v := range vs.Volumes {
+		volumes = append(volumes, v.Name)
+	}
+	return containers, volumes, nil
 }
 
 // GC removes managed containers and volumes that match opts.

@@ -8,7 +8,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/tarball"
 )
 
 // loaderMount is where a loader container mounts the volume it fills.
@@ -172,24 +172,10 @@ func stage(ctx context.Context, archive io.Reader, opts CopyInOptions) (io.Reade
 // chownArchive rewrites the owner of every entry of a canonical archive.
 // Its input is the firewall's own output, never untrusted bytes.
 func chownArchive(r io.Reader, w io.Writer, uid int) error {
-	tr := tar.NewReader(r)
-	tw := tar.NewWriter(w)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return tw.Close()
-		}
-		if err != nil {
-			return err
-		}
+	return tarball.Rewrite(w, r, func(h *tar.Header) bool {
 		h.Uid, h.Gid = uid, uid
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return err
-		}
-	}
+		return true
+	})
 }
 
 // collect copies a directory or regular file out of a container through
