@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +45,7 @@ func BenchmarkGradeSum(b *testing.B) {
 		}
 	})
 	b.Run("single-container", func(b *testing.B) {
-		img, err := images.Ensure(b.Context(), eng, images.Python{}, os.Stderr)
+		img, err := images.Ensure(b.Context(), eng, images.Python{}, io.Discard)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -77,14 +79,11 @@ func singleArchive(b testing.TB, cases any, solution string) []byte {
 
 func singleGrade(ctx context.Context, b testing.TB, img string, archive []byte) string {
 	run := "bench-single"
-	vol, err := eng.NewVolume(ctx, run, "work")
+	vol, _, err := eng.NewVolumeWith(ctx, run, "work", bytes.NewReader(archive), engine.CopyInOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer eng.RemoveVolume(context.WithoutCancel(ctx), vol)
-	if _, err := eng.CopyIn(ctx, run, vol, bytes.NewReader(archive), engine.CopyInOptions{}); err != nil {
-		b.Fatal(err)
-	}
 	res, err := eng.Run(ctx, engine.Spec{Run: run, Phase: "single", Image: img, Cmd: []string{"python3", "-I", "/work/runner.py"},
 		Mounts: []engine.Mount{{Volume: vol, Target: "/work", ReadOnly: true}}})
 	if err != nil {
@@ -127,6 +126,4 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 }
 
-func itoa(n int) string {
-	return string(rune('0' + n))
-}
+func itoa(n int) string { return strconv.Itoa(n) }
