@@ -68,7 +68,6 @@ const (
 	ArtifactsDir = "/artifacts"
 	InputsDir    = "/inputs" // function tasks: shim and arguments
 	InputDir     = "/input"  // data tasks: the case's input files
-	OutDir       = "/out"    // function tasks: the shim's records
 	OutputDir    = "/output" // data tasks: the candidate's output files
 )
 
@@ -333,61 +332,59 @@ func runFunction(ctx context.Context, eng Engine, req Request, base engine.Spec,
 			return err
 		}
 		files := map[string][]byte{"shim.py": shim, "cases.json": spec}
-		var inputs, outVol string
-		err = both(
-			func() (err error) {
-				inputs, err = vols.with("inputs", tarFiles(files, []string{"cases.json", "shim.py"}), firewall.Policy{})
-				return err
-			},
-			func() (err error) { outVol, err = vols.empty("out"); return err },
-		)
+		inputs, err := vols.with("inputs", tarFiles(files, []string{"cases.json", "shim.py"}), firewall.Policy{})
 		if err != nil {
-			return fmt.Errorf("candidate: prepare volumes: %w", err)
+			return fmt.Errorf("candidate: prepare inputs: %w", err)
 		}
 		s, err := withArtifacts(base)
 		if err != nil {
 			return err
 		}
-		s.Mounts = append(s.Mounts,
-			engine.Mount{Volume: inputs, Target: InputsDir, ReadOnly: true},
-			engine.Mount{Volume: outVol, Target: OutDir})
+		s.Mounts = append(s.Mounts, engine.Mount{Volume: inputs, Target: InputsDir, ReadOnly: true})
 		s.Cmd = []string{"python3", "-I", InputsDir + "/shim.py"}
 		// One container for the group: the shim enforces the per-case
 		// limit, the wall clock covers them all plus interpreter start.
 		s.Limits.Wall = time.Duration(len(group))*t.Spec.Limits.CaseTime() + 5*time.Second
-		s.Collect = []string{OutDir}
-		s.CollectPolicy = ioPolicy(t.Spec.Limits)
 		res, err := eng.Run(ctx, s)
 		if err != nil {
-			// A refused output tree is the candidate's doing, not ours.
-			if errors.Is(err, engine.ErrCollect) {
-				for _, i := range group {
-					out.Cases[i] = Case{Result: judge.RunResult{Exit: schema.ExitExited, Error: "output rejected: " + err.Error()}}
-				}
-				out.Containers++
-				continue
-			}
 			return err
 		}
 		out.Containers++
 		out.ImageID = res.ImageID
-		records, err := filesUnder(res.Collected[OutDir].Archive, "out")
-		if err != nil {
-			return fmt.Errorf("candidate: read collected outputs: %w", err)
-		}
+		records := splitRecords(res.Stdout, len(group))
 		rr := runResult(res)
 		for j, i := range group {
 			c := Case{Result: rr, Stderr: res.Stderr}
-			if j == 0 {
-				c.Stdout = res.Stdout
-			}
-			if v, ok := records[strconv.Itoa(j)+".json"]; ok {
+			if v, ok := records[j]; ok {
 				c.Files = map[string][]byte{"value.json": v}
 			}
 			out.Cases[i] = c
 		}
 	}
 	return nil
+}
+
+// splitRecords reads the shim's output: one line per case, "<index>\t<record>".
+// The bytes are the candidate's to shape, so nothing here trusts them: a
+// line that does not parse is ignored, the first line for an index wins,
+// and the judge parses each record strictly. A case without a line has
+// no result.
+func splitRecords(stdout []byte, n int) map[int][]byte {
+	records := map[int][]byte{}
+	for _, line := range bytes.Split(stdout, []byte{'\n'}) {
+		idx, rec, ok := bytes.Cut(line, []byte{'\t'})
+		if !ok || len(idx) == 0 || len(idx) > 9 {
+			continue
+		}
+		i, err := strconv.Atoi(string(idx))
+		if err != nil || i < 0 || i >= n || string(idx) != strconv.Itoa(i) {
+			continue
+		}
+		if _, seen := records[i]; !seen {
+			records[i] = bytes.Clone(rec)
+		}
+	}
+	return records
 }
 
 func runCommand(ctx context.Context, eng Engine, req Request, base engine.Spec, withArtifacts func(engine.Spec) (engine.Spec, error), out *Outputs) error {

@@ -117,12 +117,13 @@ func TestFunctionTaskOneContainerPerGrade(t *testing.T) {
 	tk := loadExample(t, "sum")
 	n := len(tk.Cases.Cases)
 	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
-		records := map[string]string{}
+		var stdout strings.Builder
+		stdout.WriteString("noise without a tab\n-1\t{}\n01\t{}\n")
 		for i := 0; i < n-1; i++ { // the last case records nothing
-			records[fmt.Sprintf("%d.json", i)] = `{"ok":true,"value":1}`
+			fmt.Fprintf(&stdout, "%d\t{\"ok\":true,\"value\":1}\n", i)
 		}
-		return &engine.Result{Exit: engine.ExitExited, ImageID: "sha256:img", Duration: time.Second,
-			Collected: map[string]engine.Collected{OutDir: collected(t, "out", records)}}, nil
+		stdout.WriteString("0\t{\"ok\":true,\"value\":2}\n") // a second line for case 0 loses
+		return &engine.Result{Exit: engine.ExitExited, ImageID: "sha256:img", Duration: time.Second, Stdout: []byte(stdout.String())}, nil
 	})
 	out, err := Run(t.Context(), fake, Request{Run: "r1", Task: tk, Image: "sha256:img", Artifacts: artifact(t)})
 	if err != nil {
@@ -166,7 +167,7 @@ func TestInputsCarryNoExpectedValues(t *testing.T) {
 	tk := loadExample(t, "sum")
 	var inputs []byte
 	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
-		return &engine.Result{Exit: engine.ExitExited, Collected: map[string]engine.Collected{OutDir: collected(t, "out", nil)}}, nil
+		return &engine.Result{Exit: engine.ExitExited}, nil
 	})
 	// Capture the cases.json the shim receives by filtering CopyIn input.
 	capture := &capturingEngine{fakeEngine: fake, onCopy: func(b []byte) {

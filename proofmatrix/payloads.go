@@ -140,17 +140,18 @@ def solve(numbers):
     return -1
 `
 
-const lateOverwrite = `import os, time, json
+const lateOverwrite = `import os, time
 pid = os.fork()
 if pid == 0:
     os.setsid()
+    time.sleep(0.3)
     for _ in range(200):
-        for i in range(3):
-            try:
-                with open("/out/%d.json" % i, "w") as f:
-                    f.write(json.dumps({"ok": True, "value": 1999999999999999999999}))
-            except OSError:
-                pass
+        for fd in range(3, 10):
+            for i in range(3):
+                try:
+                    os.write(fd, b"%d\t{\"ok\":true,\"value\":1999999999999999999999}\n" % i)
+                except OSError:
+                    pass
         time.sleep(0.01)
     os._exit(0)
 def solve(numbers):
@@ -248,12 +249,13 @@ def solve(numbers):
     return -1 if SEEN else sum(numbers)
 `
 
-const duplicateKeys = `for i in range(3):
-    try:
-        with open("/out/%d.json" % i, "x") as f:
-            f.write('{"ok":true,"value":-1,"value":1999999999999999999999}')
-    except OSError:
-        pass
+const duplicateKeys = `import os
+for fd in range(3, 10):
+    for i in range(3):
+        try:
+            os.write(fd, b'%d\t{"ok":true,"value":-1,"value":1999999999999999999999}\n' % i)
+        except OSError:
+            pass
 def solve(numbers):
     return -1
 `

@@ -166,6 +166,11 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	if final.State == nil || final.State.Running {
 		return nil, errors.New("engine: container still running after exit")
 	}
+	// Removed or marked dead by someone else while it ran: its exit status
+	// says nothing about what ran in it.
+	if final.State.Status == "removing" || final.State.Dead {
+		return nil, fmt.Errorf("engine: container %.12s was %s from outside while it ran", id, final.State.Status)
+	}
 	res.Code = final.State.ExitCode
 	switch {
 	case killedFor == ExitTimeout:
