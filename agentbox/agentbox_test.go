@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/strictgrade/strictgrade/agentbox"
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/controller"

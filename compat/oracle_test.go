@@ -14,7 +14,6 @@ import (
 	"sync"
 	"testing"
 
-
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/internal/engine"
