@@ -53,13 +53,15 @@ func Open(ctx context.Context, eng *engine.Docker, t *task.Task, cfg Config) (b 
 	if cfg.Limits.Wall == 0 {
 		cfg.Limits.Wall = 30 * time.Minute
 	}
-	b = &Box{eng: eng, task: t, cfg: cfg}
+	box := &Box{eng: eng, task: t, cfg: cfg}
 	defer func() {
+		// box, not the named result: an error return has already set b
+		// to nil.
 		if err != nil {
-			b.Close(ctx)
-			b = nil
+			box.Close(ctx)
 		}
 	}()
+	b = box
 	if b.vol, err = eng.NewVolume(ctx, cfg.Run, "agent"); err != nil {
 		return nil, err
 	}
@@ -193,8 +195,11 @@ func (b *Box) stop(ctx context.Context) error {
 	if b.stopped {
 		return nil
 	}
+	if err := b.session.Stop(ctx); err != nil {
+		return err
+	}
 	b.stopped = true
-	return b.session.Stop(ctx)
+	return nil
 }
 
 // Export stops the box and copies the task's declared artifacts out of it
@@ -243,7 +248,9 @@ func (b *Box) Close(ctx context.Context) {
 		b.session.Close(ctx)
 	}
 	if b.vol != "" {
-		_ = b.eng.RemoveVolume(context.WithoutCancel(ctx), b.vol)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		_ = b.eng.RemoveVolume(cctx, b.vol)
+		cancel()
 		b.vol = ""
 	}
 }

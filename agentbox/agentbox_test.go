@@ -163,6 +163,15 @@ func TestExportRefusesLinks(t *testing.T) {
 	}
 }
 
+func TestOpenFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
+	_, err := agentbox.Open(t.Context(), eng, sumTsk, agentbox.Config{Run: "box-bad-image", Image: "sha256:" + strings.Repeat("0", 64)})
+	if err == nil {
+		t.Fatal("a box opened on a missing image")
+	}
+	assertClean(t, "box-bad-image")
+}
+
 func TestExportMissingArtifact(t *testing.T) {
 	t.Parallel()
 	b := open(t, "box-missing")

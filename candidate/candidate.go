@@ -242,7 +242,8 @@ func (v *volumes) with(phase string, archive []byte, pol firewall.Policy) (strin
 }
 
 func (v *volumes) removeAll() {
-	ctx := context.WithoutCancel(v.ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(v.ctx), time.Minute)
+	defer cancel()
 	var wg sync.WaitGroup
 	for _, name := range v.names {
 		wg.Add(1)
@@ -344,7 +345,7 @@ func runFunction(ctx context.Context, eng Engine, req Request, base engine.Spec,
 		s.Cmd = []string{"python3", "-I", InputsDir + "/shim.py"}
 		// One container for the group: the shim enforces the per-case
 		// limit, the wall clock covers them all plus interpreter start.
-		s.Limits.Wall = time.Duration(len(group))*t.Spec.Limits.CaseTime() + 5*time.Second
+		s.Limits.Wall = min(time.Duration(len(group))*t.Spec.Limits.CaseTime()+5*time.Second, engine.MaxLimits.Wall)
 		res, err := eng.Run(ctx, s)
 		if err != nil {
 			return err

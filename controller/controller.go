@@ -39,6 +39,8 @@ type Engine interface {
 	// Prepare creates a container without starting it, so the judge is
 	// ready the moment the candidate's outputs are.
 	Prepare(ctx context.Context, spec engine.Spec) (*engine.Prepared, error)
+	// ImageID resolves an image reference to the ID verdicts record.
+	ImageID(ctx context.Context, ref string) (string, error)
 }
 
 // ErrCouldNotGrade is wrapped by every error Grade returns: the grade's
@@ -118,7 +120,11 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		c.judgeCmd = []string{"/bin/judge", "--root", judgeRoot}
 	}
 	if cfg.JudgeImage != "" {
-		c.judgeID = cfg.JudgeImage
+		// Verdicts record image IDs, never names.
+		if c.judgeID, err = c.eng.ImageID(ctx, cfg.JudgeImage); err != nil {
+			c.Close()
+			return nil, err
+		}
 	} else if c.judgeID, err = images.Ensure(ctx, c.eng, images.Judge(), progress); err != nil {
 		c.Close()
 		return nil, err
@@ -167,15 +173,18 @@ type Event struct {
 
 // grade is the state of one Grade call.
 type grade struct {
-	c       *Controller
-	task    *task.Task
-	subm    Submission
-	run     string
-	nonce   string
-	start   time.Time
-	mu      sync.Mutex
-	log     []Event
-	timings schema.Timings
+	c    *Controller
+	task *task.Task
+	subm Submission
+	// presented is the digest of the submission bytes as presented; an
+	// ERROR before the canonical archive exists is bound to it.
+	presented *presented
+	run       string
+	nonce     string
+	start     time.Time
+	mu        sync.Mutex
+	log       []Event
+	timings   schema.Timings
 }
 
 func (g *grade) event(phase, msg string, kv ...any) {
@@ -203,8 +212,9 @@ func newRunID() string {
 
 // Grade grades sub against t. It returns a signed verdict in every case it
 // can: PASS or FAIL with a nil error, or ERROR together with an error
-// wrapping ErrCouldNotGrade. Only when even an ERROR verdict cannot be
-// signed is the Result nil.
+// wrapping ErrCouldNotGrade. The Result is nil when the grade never
+// started (a nil task, ctx done while waiting for a slot) or when even an
+// ERROR verdict could not be signed; always check it.
 func (c *Controller) Grade(ctx context.Context, t *task.Task, sub Submission) (*Result, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%w: nil task", ErrCouldNotGrade)
@@ -252,6 +262,9 @@ func (g *grade) skeleton(archive []byte) *schema.Verdict {
 
 func (g *grade) errorVerdict(archive []byte, cause error) *schema.Verdict {
 	v := g.skeleton(archive)
+	if archive == nil && g.presented != nil && g.presented.sum != "" {
+		v.Submission = schema.Submission{Kind: schema.SubmissionArchive, SHA256: g.presented.sum, Size: g.presented.n}
+	}
 	v.Outcome = schema.OutcomeError
 	v.ReasonCode = schema.ReasonInfrastructure
 	var je *judgeError
@@ -293,6 +306,7 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	// F-IN: the submission through the firewall, declared artifacts only.
 	fwStart := time.Now()
 	raw := &presented{}
+	g.presented = raw
 	archive, man, err := g.admit(ctx, raw)
 	g.timings.FirewallMS = time.Since(fwStart).Milliseconds()
 	if err != nil && ctx.Err() != nil {
@@ -335,13 +349,16 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	jvReceived := false
 	defer func() {
 		if !jvReceived {
+			cancelPrep() // an early return: stop preparing the judge
 			jv = <-judgeVol
 		}
 		if jv.container != nil {
 			jv.container.Remove(ctx)
 		}
 		if jv.vol != "" {
-			_ = c.eng.RemoveVolume(context.WithoutCancel(ctx), jv.vol)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			_ = c.eng.RemoveVolume(cctx, jv.vol)
+			cancel()
 		}
 	}()
 
@@ -456,6 +473,9 @@ func narrow(r io.Reader, w io.Writer, keep func(string, bool) bool) error {
 	})
 }
 
+// cleanupTimeout bounds each removal on the way out of a grade.
+const cleanupTimeout = time.Minute
+
 // judgeRoot is where the judge's input volume is mounted.
 const judgeRoot = "/judge"
 
@@ -501,7 +521,16 @@ func (g *grade) prepareJudge(ctx context.Context, meta judge.Meta) (string, *eng
 }
 
 // judgePolicy bounds the judge's input.
-var judgePolicy = firewall.Policy{MaxTotalBytes: 1 << 30, MaxFileBytes: 256 << 20}
+//
+// Its shape limits are far above what a candidate's collected outputs can
+// reach (those pass the firewall under the default entry, depth and name
+// limits before the outputs/<i>/files/ prefix is added), so that nothing a
+// candidate writes can turn its FAIL into an ERROR here. Sizes beyond what
+// the judge reads become FAIL in the judge.
+var judgePolicy = firewall.Policy{
+	MaxTotalBytes: 4 << 30, MaxFileBytes: 256 << 20, MaxInputBytes: 5 << 30,
+	MaxEntries: 1_000_000, MaxDepth: 128, MaxNameLen: 4096,
+}
 
 func addFile(tw *tar.Writer, name string, data []byte) error {
 	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {

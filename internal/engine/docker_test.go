@@ -258,6 +258,18 @@ func TestOutputLimitKills(t *testing.T) {
 	}
 }
 
+func TestStderrFloodIsDrainedNotKilled(t *testing.T) {
+	t.Parallel()
+	run := newRun(t)
+	spec := probe(run, "spewerr", "20000000")
+	spec.Limits.StderrBytes = 64 << 10
+	spec.Limits.KillOnOutputLimit = true
+	res := mustRun(t, spec)
+	if res.Exit != engine.ExitExited || res.Code != 0 || !res.StderrTruncated || len(res.Stderr) != 64<<10 {
+		t.Fatalf("exit %s code %d truncated %v kept %d", res.Exit, res.Code, res.StderrTruncated, len(res.Stderr))
+	}
+}
+
 func TestStdin(t *testing.T) {
 	t.Parallel()
 	run := newRun(t)

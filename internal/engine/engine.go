@@ -85,8 +85,9 @@ type Limits struct {
 	OpenFiles   int64         // RLIMIT_NOFILE
 	StdoutBytes int64         // captured stdout cap
 	StderrBytes int64         // captured stderr cap
-	// KillOnOutputLimit stops the container as soon as a stream exceeds its
-	// cap instead of draining and discarding the rest.
+	// KillOnOutputLimit stops the container as soon as standard output
+	// exceeds its cap instead of draining and discarding the rest.
+	// Standard error past its cap is always drained and dropped.
 	KillOnOutputLimit bool
 }
 

@@ -105,8 +105,10 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
+	// Only standard output, the graded stream, stops the container;
+	// standard error past its cap is drained and dropped.
 	stdout := &capBuffer{max: lim.StdoutBytes, onOver: signalOver}
-	stderr := &capBuffer{max: lim.StderrBytes, onOver: signalOver}
+	stderr := &capBuffer{max: lim.StderrBytes}
 	copyDone := make(chan error, 1)
 	go func() { copyDone <- demux(att.Reader, stdout, stderr, nil) }()
 
@@ -132,7 +134,12 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-timer.C:
-		killedFor = ExitTimeout
+		// An exit that raced the timer is an exit, not a timeout.
+		select {
+		case status = <-waitC:
+		default:
+			killedFor = ExitTimeout
+		}
 	case <-overflow:
 		killedFor = ExitOutputLimit
 	}

@@ -94,7 +94,9 @@ func (s *Session) ImageID() string { return s.imageID }
 
 // Exec runs one command and returns its bounded output. A command that
 // outlives its wall limit is killed inside the container; if that fails to
-// end it, the whole session is killed and ErrSessionClosed follows.
+// end it, the whole session is killed and ErrSessionClosed follows. So is
+// a cancelled ctx: an exec cannot be stopped reliably on its own. Commands
+// of one session run one at a time.
 func (s *Session) Exec(ctx context.Context, e ExecSpec) (*ExecResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -195,8 +196,15 @@ func (d *Docker) collect(ctx context.Context, id, p string, pol firewall.Policy)
 	}
 	var buf bytes.Buffer
 	man, err := firewall.Filter(ctx, rc, &buf, pol)
-	if err != nil {
+	var rej *firewall.RejectError
+	switch {
+	case err == nil:
+	case errors.As(err, &rej) && ctx.Err() == nil:
+		// What the container left was refused: its doing.
 		return Collected{}, fmt.Errorf("%w: %s: %w", ErrCollect, p, err)
+	default:
+		// A broken stream from the daemon, or our own deadline.
+		return Collected{}, fmt.Errorf("engine: copy %s out of the container: %w", p, err)
 	}
 	return Collected{Archive: buf.Bytes(), Manifest: man}, nil
 }

@@ -9,6 +9,7 @@
 //	memhog           allocate and touch memory until killed
 //	spin             loop forever
 //	spew N           write N bytes to stdout
+//	spewerr N        write N bytes to stderr
 //	write PATH       try to create PATH and report the error
 //	cat              copy stdin to stdout
 //	mkspecial DIR K  create a file and a symlink, hardlink or fifo (K) in DIR
@@ -70,7 +71,9 @@ func main() {
 		for {
 		}
 	case "spew":
-		err = spew(arg)
+		err = spew(arg, os.Stdout)
+	case "spewerr":
+		err = spew(arg, os.Stderr)
 	case "write":
 		err = os.WriteFile(arg, []byte("x"), 0o644)
 		if err == nil {
@@ -220,7 +223,7 @@ func memhog() {
 	}
 }
 
-func spew(arg string) error {
+func spew(arg string, w io.Writer) error {
 	n, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil {
 		return err
@@ -231,7 +234,7 @@ func spew(arg string) error {
 	}
 	for n > 0 {
 		k := min(n, int64(len(buf)))
-		if _, err := os.Stdout.Write(buf[:k]); err != nil {
+		if _, err := w.Write(buf[:k]); err != nil {
 			return err
 		}
 		n -= k
