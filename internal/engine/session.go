@@ -59,31 +59,24 @@ const execGrace = 5 * time.Second
 // image must provide sleep and timeout (the Python image does). The
 // container is killed when the wall limit passes even if nobody calls Close.
 func (d *Docker) Start(ctx context.Context, spec Spec) (*Session, error) {
-	if err := validateSpec(spec); err != nil {
-		return nil, err
-	}
 	lim, err := spec.Limits.resolve()
 	if err != nil {
 		return nil, err
 	}
-	if spec.Runtime == "" {
-		spec.Runtime = d.cfg.Runtime
-	}
 	spec.Cmd = []string{"sleep", strconv.FormatInt(int64(lim.Wall/time.Second)+1, 10)}
 	spec.Limits = lim
-	cfg, hc := hardened(spec, lim, false)
-	id, ins, err := d.create(ctx, objectName(spec.Run, spec.Phase), cfg, hc)
+	p, err := d.Prepare(ctx, spec)
 	if err != nil {
-		if id != "" {
-			d.removeContainer(ctx, id)
-		}
 		return nil, err
 	}
-	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		d.removeContainer(ctx, id)
+	p.mu.Lock()
+	p.used = true // the session owns the container from here on
+	p.mu.Unlock()
+	if err := d.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
+		d.removeContainer(ctx, p.id)
 		return nil, fmt.Errorf("engine: start session: %w", err)
 	}
-	return &Session{d: d, id: id, imageID: ins.Image, spec: spec}, nil
+	return &Session{d: d, id: p.id, imageID: p.imageID, spec: p.spec}, nil
 }
 
 // ContainerID returns the session container's ID.
