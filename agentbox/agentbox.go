@@ -127,8 +127,9 @@ func workPath(p string) (string, error) {
 	return p, nil
 }
 
-// ReadFile returns the content of a regular file under /work. Links and
-// special files are refused by the firewall.
+// ReadFile returns the content of a regular file under /work. A path that
+// is a link, or passes through one, is refused (the container is paused
+// while each directory on the way is checked), and so are special files.
 func (b *Box) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	full, err := workPath(p)
 	if err != nil {

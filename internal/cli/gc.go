@@ -8,13 +8,33 @@ import (
 )
 
 func init() {
-	register(command{name: "gc", summary: "remove leftover strictgrade containers and volumes", run: runGC})
+	register(command{name: "gc", summary: "remove abandoned strictgrade containers and volumes", run: runGC})
 }
 
+// runGC reaps what killed processes left. By default it removes only what
+// is provably abandoned, so it is safe while grades run in other
+// processes; --all removes every managed object.
 func runGC(ctx context.Context, args []string, stdio IO) int {
 	fs := newFlags("gc", stdio.Stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: strictgrade gc [--run ID] [--older-than D] [--max-age D] [--all] [--dry-run]
+
+Removes the containers and volumes strictgrade created that are abandoned:
+the process that made them is gone (same machine, boot and pid namespace,
+and its pid is free or names a process started later), or they are older
+than --max-age, the longest a grade is assumed to live. Objects of grades
+running in other processes are left alone. --all removes every selected
+object, running grades' included. Each object is printed on stdout as
+"container<TAB>ID" or "volume<TAB>NAME".
+
+`)
+		fs.PrintDefaults()
+	}
 	run := fs.String("run", "", "only objects of this run id")
-	older := fs.Duration("older-than", 0, "only objects created at least this long ago (e.g. 1h); use it while grades are running")
+	older := fs.Duration("older-than", 0, "only objects created at least this long ago (e.g. 1h)")
+	maxAge := fs.Duration("max-age", engine.DefaultMaxAge, "objects older than this are abandoned whatever their owner")
+	all := fs.Bool("all", false, "remove every selected object, including those of running grades")
+	dry := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -22,12 +42,16 @@ func runGC(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintln(stdio.Stderr, "strictgrade gc: takes no arguments")
 		return ExitUsage
 	}
+	if *maxAge <= 0 || *older < 0 {
+		fmt.Fprintln(stdio.Stderr, "strictgrade gc: --max-age must be positive and --older-than not negative")
+		return ExitUsage
+	}
 	eng, err := engine.NewDocker(ctx, engine.Config{Logger: stdio.Log})
 	if err != nil {
 		return fail(stdio, "gc", ExitError, err)
 	}
 	defer eng.Close()
-	rep, err := eng.GC(ctx, engine.GCOptions{Run: *run, OlderThan: *older})
+	rep, err := eng.GC(ctx, engine.GCOptions{Run: *run, OlderThan: *older, MaxAge: *maxAge, All: *all, DryRun: *dry})
 	for _, c := range rep.Containers {
 		fmt.Fprintf(stdio.Stdout, "container\t%s\n", c)
 	}
@@ -37,6 +61,11 @@ func runGC(ctx context.Context, args []string, stdio IO) int {
 	if err != nil {
 		return fail(stdio, "gc", ExitError, err)
 	}
-	fmt.Fprintf(stdio.Stderr, "gc: removed %d containers, %d volumes\n", len(rep.Containers), len(rep.Volumes))
+	verb := "removed"
+	if *dry {
+		verb = "would remove"
+	}
+	fmt.Fprintf(stdio.Stderr, "gc: %s %d containers, %d volumes; left %d objects of live processes\n",
+		verb, len(rep.Containers), len(rep.Volumes), rep.Kept)
 	return ExitOK
 }

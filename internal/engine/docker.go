@@ -243,27 +243,51 @@ func (d *Docker) Leftovers(ctx context.Context, run string) (containers, volumes
 	return containers, volumes, nil
 }
 
-// GC removes managed containers and volumes that match opts.
+// GC removes managed containers and volumes that match opts. Without
+// opts.All it removes only the abandoned ones (see GCOptions); a container
+// goes before the volumes it may hold.
 func (d *Docker) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
+	return d.gc(ctx, opts, time.Now(), processProbe)
+}
+
+func (d *Docker) gc(ctx context.Context, opts GCOptions, now time.Time, p probe) (GCReport, error) {
 	var rep GCReport
+	maxAge := opts.MaxAge
+	if maxAge <= 0 {
+		maxAge = DefaultMaxAge
+	}
+	me := self()
+	// pick says whether an object created at created with labels l is
+	// removed, counting the ones kept for a live owner.
+	pick := func(l map[string]string, created time.Time) bool {
+		switch {
+		case opts.OlderThan > 0 && now.Sub(created) < opts.OlderThan:
+			return false
+		case opts.All || me.abandoned(l, created, now, maxAge, p):
+			return true
+		}
+		rep.Kept++
+		return false
+	}
 	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
 	if opts.Run != "" {
 		f.Add("label", LabelRun+"="+opts.Run)
 	}
-	cutoff := time.Now().Add(-opts.OlderThan)
 	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		return rep, fmt.Errorf("engine: list containers: %w", err)
 	}
 	var errs []error
 	for _, c := range cs {
-		if opts.OlderThan > 0 && time.Unix(c.Created, 0).After(cutoff) {
+		if !pick(c.Labels, time.Unix(c.Created, 0)) {
 			continue
 		}
-		err := d.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !errdefs.IsNotFound(err) {
-			errs = append(errs, err)
-			continue
+		if !opts.DryRun {
+			err := d.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+			if err != nil && !errdefs.IsNotFound(err) {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		rep.Containers = append(rep.Containers, c.ID)
 	}
@@ -272,14 +296,20 @@ func (d *Docker) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		return rep, errors.Join(append(errs, fmt.Errorf("engine: list volumes: %w", err))...)
 	}
 	for _, v := range vs.Volumes {
-		if opts.OlderThan > 0 {
-			if t, err := time.Parse(time.RFC3339, v.CreatedAt); err == nil && t.After(cutoff) {
+		created, err := time.Parse(time.RFC3339, v.CreatedAt)
+		if err != nil {
+			// No creation time to judge the age by: only the owner
+			// (or All) can make it removable.
+			created = now
+		}
+		if !pick(v.Labels, created) {
+			continue
+		}
+		if !opts.DryRun {
+			if err := d.RemoveVolume(ctx, v.Name); err != nil {
+				errs = append(errs, err)
 				continue
 			}
-		}
-		if err := d.RemoveVolume(ctx, v.Name); err != nil {
-			errs = append(errs, err)
-			continue
 		}
 		rep.Volumes = append(rep.Volumes, v.Name)
 	}

@@ -100,7 +100,7 @@ func assertNoLeftovers(t testing.TB, run string) {
 	cs, vs := leftovers(t, run)
 	if len(cs)+len(vs) > 0 {
 		t.Errorf("run %s left containers %v and volumes %v", run, cs, vs)
-		_, _ = eng.GC(context.Background(), engine.GCOptions{Run: run})
+		_, _ = eng.GC(context.Background(), engine.GCOptions{Run: run, All: true})
 	}
 }
 
@@ -500,14 +500,55 @@ func TestGCReapsKilledProcessLeftovers(t *testing.T) {
 	if len(cs) == 0 || len(vs) == 0 {
 		t.Fatalf("expected leftovers after kill -9, got %v %v", cs, vs)
 	}
+	// The helper's pid is free now: its objects are abandoned, and the
+	// default mode reaps them.
 	rep, err := eng.GC(t.Context(), engine.GCOptions{Run: run})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Containers) == 0 || len(rep.Volumes) == 0 {
+	if len(rep.Containers) == 0 || len(rep.Volumes) == 0 || rep.Kept != 0 {
 		t.Fatalf("gc report %+v", rep)
 	}
 	assertNoLeftovers(t, run)
+}
+
+func TestGCSparesLiveOwners(t *testing.T) {
+	t.Parallel()
+	run := newRun(t)
+	// A volume and a created container of this live process, as a grade
+	// running elsewhere would have.
+	vol := newVolume(t, run, "work")
+	spec := probe(run, "sleep", "1s")
+	spec.Mounts = []engine.Mount{{Volume: vol, Target: "/work"}}
+	p, err := eng.Prepare(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Remove(context.Background())
+	list, err := dockerClient(t).ContainerList(t.Context(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", engine.LabelRun+"="+run))})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("containers of the run: %v, %v", list, err)
+	}
+	if got := list[0].Labels[engine.LabelOwnerPID]; got != fmt.Sprint(os.Getpid()) {
+		t.Fatalf("owner pid label %q, want this process", got)
+	}
+
+	rep, err := eng.GC(t.Context(), engine.GCOptions{Run: run})
+	if err != nil || len(rep.Containers)+len(rep.Volumes) != 0 || rep.Kept != 2 {
+		t.Fatalf("default gc of a live owner's objects: %+v, %v", rep, err)
+	}
+	rep, err = eng.GC(t.Context(), engine.GCOptions{Run: run, All: true, DryRun: true})
+	if err != nil || len(rep.Containers) != 1 || len(rep.Volumes) != 1 {
+		t.Fatalf("dry run with --all: %+v, %v", rep, err)
+	}
+	if cs, vs := leftovers(t, run); len(cs) != 1 || len(vs) != 1 {
+		t.Fatalf("a dry run removed something: %v %v left", cs, vs)
+	}
+	rep, err = eng.GC(t.Context(), engine.GCOptions{Run: run, All: true})
+	if err != nil || len(rep.Containers) != 1 || len(rep.Volumes) != 1 {
+		t.Fatalf("gc --all: %+v, %v", rep, err)
+	}
 }
 
 func running(t testing.TB, run string) bool {

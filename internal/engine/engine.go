@@ -61,7 +61,9 @@ type Engine interface {
 	Run(ctx context.Context, spec Spec) (*Result, error)
 	// RemoveVolume removes a volume; a missing volume is not an error.
 	RemoveVolume(ctx context.Context, name string) error
-	// GC removes leftover containers and volumes carrying the managed label.
+	// GC removes leftover containers and volumes carrying the managed
+	// label: by default only those whose owner process is gone or that
+	// are older than a grade can live (see GCOptions).
 	GC(ctx context.Context, opts GCOptions) (GCReport, error)
 }
 
@@ -137,7 +139,70 @@ type Spec struct {
 	// Runtime selects an OCI runtime such as "runsc"; empty is the daemon's
 	// default. The preflight checks that it exists.
 	Runtime string
+	// StreamOut, when set, gives the container a writable directory with a
+	// size and inode quota, and returns its content through the firewall
+	// (under CollectPolicy) in Result.Collected[StreamOut.Dir]. See
+	// StreamOut for how, and for what it requires of the image.
+	StreamOut *StreamOut
 }
+
+// StreamOut is a writable output directory with a quota. The engine mounts a
+// tmpfs at Dir with a size cap and an inode cap, owned by the sandbox user
+// and charged to the container's memory limit, so that whatever the
+// container writes there can neither fill the daemon's disk nor outlive the
+// container.
+//
+// The Docker copy API cannot read a tmpfs, so the content leaves on standard
+// output instead. Cmd runs under a small trusted wrapper, started as
+// "python3 -I -c <script>": the image must provide python3 (3.9 or later)
+// on the PATH given in Env (the runtime images do). The wrapper keeps the
+// container's standard output for itself and gives the command standard
+// error as its standard output; it runs the command, waits for it, kills
+// every other process it is allowed to signal until none is left, so that
+// nothing changes Dir any more, and then writes Dir as a tar archive on
+// standard output: entries named below the base name of Dir, as a copy out
+// would name them, in lexical order, without following links, with owners
+// and times zeroed. Links, named pipes, devices, sockets, sparse files and
+// files with more than one name are written as entries the firewall
+// rejects, never skipped. The container's exit status is the command's (128
+// plus the signal number when a signal ended it).
+//
+// The wrapper is trusted only in what it does after the command is gone;
+// the command runs as the same user and may kill it or write into its
+// stream, so the stream is treated as the command's output: it is capped at
+// the most the wrapper can write for the two caps (beyond it the container
+// is killed as ExitOutputLimit) and filtered like any collected directory. A stream the
+// firewall refuses, whether malformed or holding a refused entry, makes Run
+// return ErrCollect. The archive is only read when the container ended by
+// itself (ExitExited); after a timeout, an OOM kill or an output-limit kill,
+// Result.Collected has no entry for Dir.
+//
+// With StreamOut, Result.Stdout is empty and Limits.StdoutBytes and
+// KillOnOutputLimit do not apply: what the command prints arrives on
+// standard error, captured up to Limits.StderrBytes. The wrapper counts
+// against Limits.PIDs and Limits.MemoryBytes like the command. Sessions
+// (Start) take no StreamOut.
+type StreamOut struct {
+	// Dir is where the tmpfs is mounted: an absolute, clean path other
+	// than "/" that neither contains nor lies within /tmp, a volume mount
+	// or a Spec.Collect path. Required.
+	Dir string
+	// Bytes caps the size of the tmpfs; zero means
+	// DefaultStreamOutBytes, and at most MaxStreamOutBytes.
+	Bytes int64
+	// Inodes caps the number of files and directories in the tmpfs,
+	// its root included; zero means DefaultStreamOutInodes, and at most
+	// MaxStreamOutInodes.
+	Inodes int64
+}
+
+// Caps of StreamOut.
+const (
+	DefaultStreamOutBytes  int64 = 16 << 20
+	MaxStreamOutBytes      int64 = 1 << 30
+	DefaultStreamOutInodes int64 = 4096
+	MaxStreamOutInodes     int64 = 1 << 16
+)
 
 // ExitKind classifies how a container stopped.
 type ExitKind string
@@ -183,16 +248,33 @@ type CopyInOptions struct {
 	Writable bool
 }
 
-// GCOptions select what GC removes.
+// GCOptions select what GC removes. The zero value removes every abandoned
+// managed object.
 type GCOptions struct {
 	Run       string        // only objects of this run; empty means all managed objects
 	OlderThan time.Duration // only objects created at least this long ago
+	// All removes the selected objects whatever their owner, including
+	// those of grades running in other processes. By default GC removes
+	// only abandoned objects: their owner process is gone (same boot and
+	// pid namespace, and the pid is free or names a process started at
+	// another time), or they are older than MaxAge.
+	All bool
+	// MaxAge is the age past which an object is abandoned whatever its
+	// owner; zero means DefaultMaxAge. It is how objects made on another
+	// machine, before a reboot or by an older strictgrade (without owner
+	// labels) are reaped.
+	MaxAge time.Duration
+	// DryRun lists what would be removed and removes nothing.
+	DryRun bool
 }
 
-// GCReport lists what GC removed.
+// GCReport lists what GC removed, or would remove with DryRun.
 type GCReport struct {
 	Containers []string
 	Volumes    []string
+	// Kept counts the selected objects left alone because their owner
+	// is alive (never with All).
+	Kept int
 }
 
 // resolve fills zero limits with defaults and rejects values above the maxima.

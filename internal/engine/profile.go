@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -14,9 +15,12 @@ import (
 // stopTimeout is zero seconds: the profile's stop signal is SIGKILL.
 var stopTimeout = 0
 
-// labels returns the labels every object of a run carries.
+// labels returns the labels every object of a run carries: managed, run,
+// phase and the owner labels of this process.
 func labels(run, phase string) map[string]string {
-	return map[string]string{LabelManaged: "true", LabelRun: run, LabelPhase: phase}
+	l := map[string]string{LabelManaged: "true", LabelRun: run, LabelPhase: phase}
+	self().add(l)
+	return l
 }
 
 // validateSpec checks what the daemon would otherwise interpret loosely.
@@ -47,6 +51,12 @@ func validateSpec(s Spec) error {
 			return fmt.Errorf("%w: environment entry %q lacks '='", ErrSpec, e)
 		}
 	}
+	if s.StreamOut != nil {
+		if len(s.Cmd) == 0 {
+			return fmt.Errorf("%w: stream-out needs a command", ErrSpec)
+		}
+		return validStreamDir(s)
+	}
 	return nil
 }
 
@@ -62,13 +72,18 @@ func labelSafe(s string) bool {
 	return true
 }
 
-// hardened builds the container configuration for a spec whose limits have
-// been resolved. Nothing in Spec can loosen what is set here.
+// hardened builds the container configuration for a spec whose limits (and
+// StreamOut, if any) have been resolved. Nothing in Spec can loosen what is
+// set here.
 func hardened(s Spec, l Limits, stdin bool) (*container.Config, *container.HostConfig) {
+	cmd := slices.Clone(s.Cmd)
+	if s.StreamOut != nil {
+		cmd = s.StreamOut.command(cmd, s.CollectPolicy)
+	}
 	cfg := &container.Config{
 		User:            SandboxUser,
 		Env:             slices.Clone(s.Env),
-		Cmd:             strslice.StrSlice(slices.Clone(s.Cmd)),
+		Cmd:             strslice.StrSlice(cmd),
 		WorkingDir:      s.WorkDir,
 		Image:           s.Image,
 		Labels:          labels(s.Run, s.Phase),
@@ -120,6 +135,9 @@ func hardened(s Spec, l Limits, stdin bool) (*container.Config, *container.HostC
 				{Name: "core", Soft: 0, Hard: 0},
 			},
 		},
+	}
+	if s.StreamOut != nil {
+		hc.Tmpfs[s.StreamOut.Dir] = s.StreamOut.tmpfsOptions()
 	}
 	for _, m := range s.Mounts {
 		hc.Mounts = append(hc.Mounts, mount.Mount{
@@ -210,7 +228,7 @@ func assertApplied(got container.InspectResponse, wantCfg *container.Config, wan
 	if h.LogConfig.Type != want.LogConfig.Type || h.LogConfig.Config["max-size"] != want.LogConfig.Config["max-size"] {
 		bad("log driver %q %v", h.LogConfig.Type, h.LogConfig.Config)
 	}
-	if len(h.Tmpfs) != len(want.Tmpfs) || h.Tmpfs["/tmp"] != want.Tmpfs["/tmp"] {
+	if !maps.Equal(h.Tmpfs, want.Tmpfs) {
 		bad("tmpfs %v", h.Tmpfs)
 	}
 	if len(h.Mounts) != len(want.Mounts) {

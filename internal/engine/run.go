@@ -27,6 +27,17 @@ type Prepared struct {
 	used    bool
 }
 
+// stdoutCap returns the cap of the attach stream's standard output and
+// whether passing it kills the container. With StreamOut the stream is the
+// archive, capped at what the quota can hold, and passing that is always
+// fatal.
+func (p *Prepared) stdoutCap() (int64, bool) {
+	if so := p.spec.StreamOut; so != nil {
+		return so.streamCap(p.spec.CollectPolicy), true
+	}
+	return p.lim.StdoutBytes, p.lim.KillOnOutputLimit
+}
+
 // Prepare creates the container for spec without starting it.
 func (d *Docker) Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if err := validateSpec(spec); err != nil {
@@ -38,6 +49,13 @@ func (d *Docker) Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	}
 	if spec.Runtime == "" {
 		spec.Runtime = d.cfg.Runtime
+	}
+	if spec.StreamOut != nil {
+		so, err := spec.StreamOut.resolve()
+		if err != nil {
+			return nil, err
+		}
+		spec.StreamOut = &so
 	}
 	cfg, hc := hardened(spec, lim, spec.Stdin != nil)
 	id, ins, err := d.create(ctx, objectName(spec.Run, spec.Phase), cfg, hc)
@@ -96,9 +114,10 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	defer stopWait()
 	waitC, errC := d.cli.ContainerWait(waitCtx, id, container.WaitConditionNextExit)
 
+	outCap, killOnOver := p.stdoutCap()
 	overflow := make(chan struct{}, 1)
 	signalOver := func() {
-		if lim.KillOnOutputLimit {
+		if killOnOver {
 			select {
 			case overflow <- struct{}{}:
 			default:
@@ -107,7 +126,7 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	}
 	// Only standard output, the graded stream, stops the container;
 	// standard error past its cap is drained and dropped.
-	stdout := &capBuffer{max: lim.StdoutBytes, onOver: signalOver}
+	stdout := &capBuffer{max: outCap, onOver: signalOver}
 	stderr := &capBuffer{max: lim.StderrBytes}
 	copyDone := make(chan error, 1)
 	go func() { copyDone <- demux(att.Reader, stdout, stderr, nil) }()
@@ -190,14 +209,28 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 		res.Exit = ExitExited
 	}
 
-	if len(spec.Collect) > 0 {
-		res.Collected = make(map[string]Collected, len(spec.Collect))
-		for _, p := range spec.Collect {
-			c, err := d.collect(ctx, id, p, spec.CollectPolicy)
+	if len(spec.Collect) > 0 || spec.StreamOut != nil {
+		res.Collected = make(map[string]Collected, len(spec.Collect)+1)
+	}
+	for _, p := range spec.Collect {
+		c, err := d.collect(ctx, id, p, spec.CollectPolicy)
+		if err != nil {
+			return nil, err
+		}
+		res.Collected[p] = c
+	}
+	if so := spec.StreamOut; so != nil {
+		// Standard output was the archive, not the command's.
+		archive := res.Stdout
+		res.Stdout = nil
+		// A killed container's archive is cut short by the kill: the
+		// exit kind says what happened, and there is nothing to read.
+		if res.Exit == ExitExited {
+			c, err := collectStream(ctx, archive, so.Dir, spec.CollectPolicy)
 			if err != nil {
 				return nil, err
 			}
-			res.Collected[p] = c
+			res.Collected[so.Dir] = c
 		}
 	}
 	return res, nil

@@ -59,6 +59,9 @@ const execGrace = 5 * time.Second
 // image must provide sleep and timeout (the Python image does). The
 // container is killed when the wall limit passes even if nobody calls Close.
 func (d *Docker) Start(ctx context.Context, spec Spec) (*Session, error) {
+	if spec.StreamOut != nil {
+		return nil, fmt.Errorf("%w: a session has no stream-out directory", ErrSpec)
+	}
 	lim, err := spec.Limits.resolve()
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,9 +13,14 @@ import (
 	"github.com/strictgrade/strictgrade/internal/images"
 )
 
+// ensurePython resolves the Python runtime image once per test process.
+var ensurePython = sync.OnceValues(func() (string, error) {
+	return images.Ensure(context.Background(), eng, images.Python{}, os.Stderr)
+})
+
 func pythonImage(t *testing.T) string {
 	t.Helper()
-	id, err := images.Ensure(t.Context(), eng, images.Python{}, os.Stderr)
+	id, err := ensurePython()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +79,20 @@ func TestSession(t *testing.T) {
 	}
 	if _, err := s.CopyOut(t.Context(), "/work", firewallPolicy()); !errors.Is(err, engine.ErrCollect) {
 		t.Fatalf("copy out of a tree holding a symlink: %v", err)
+	}
+	// A link planted as a parent directory must not carry a read out of
+	// the work volume: the daemon would resolve it inside the container.
+	res, err = s.Exec(t.Context(), engine.ExecSpec{Cmd: []string{"sh", "-c", "ln -s /etc /work/sub && mkdir -p /work/real && echo ok > /work/real/f"}})
+	if err != nil || res.Code != 0 {
+		t.Fatalf("plant a directory link: %v %+v", err, res)
+	}
+	for _, p := range []string{"/work/sub/passwd", "/work/link/x", "/work/missing/x"} {
+		if _, err := s.CopyOut(t.Context(), p, firewallPolicy()); !errors.Is(err, engine.ErrCollect) {
+			t.Errorf("copy out of %s: %v, want ErrCollect", p, err)
+		}
+	}
+	if c, err := s.CopyOut(t.Context(), "/work/real/f", firewallPolicy()); err != nil || len(c.Manifest.Files) != 1 {
+		t.Fatalf("a plain nested file: %v %+v", err, c)
 	}
 	if err := s.Stop(t.Context()); err != nil {
 		t.Fatal(err)

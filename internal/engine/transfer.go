@@ -17,6 +17,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/errdefs"
 
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/tarball"
@@ -209,6 +210,23 @@ func (d *Docker) collect(ctx context.Context, id, p string, pol firewall.Policy)
 	return Collected{Archive: buf.Bytes(), Manifest: man}, nil
 }
 
+// collectStream passes the archive a StreamOut wrapper wrote on standard
+// output through the firewall. The stream is whatever the container wrote
+// on that channel, so anything the firewall refuses, a cut or malformed
+// stream included, is the container's doing: ErrCollect. The bytes are
+// already in memory; only an expired ctx is the engine's own failure.
+func collectStream(ctx context.Context, archive []byte, dir string, pol firewall.Policy) (Collected, error) {
+	var buf bytes.Buffer
+	man, err := firewall.Filter(ctx, bytes.NewReader(archive), &buf, pol)
+	switch {
+	case err == nil:
+		return Collected{Archive: buf.Bytes(), Manifest: man}, nil
+	case ctx.Err() != nil:
+		return Collected{}, fmt.Errorf("engine: stream of %s: %w", dir, ctx.Err())
+	}
+	return Collected{}, fmt.Errorf("%w: %s: %w", ErrCollect, dir, err)
+}
+
 // paused runs f with the session's container frozen (when it is running),
 // so that no process inside can race the daemon's walk of the filesystem.
 func (s *Session) paused(ctx context.Context, f func() error) error {
@@ -280,9 +298,36 @@ func (s *Session) CopyOut(ctx context.Context, p string, pol firewall.Policy) (C
 	}
 	var c Collected
 	err := s.paused(ctx, func() error {
+		if err := s.noLinksAlong(ctx, p); err != nil {
+			return err
+		}
 		var err error
 		c, err = s.d.collect(ctx, s.id, p, pol)
 		return err
 	})
 	return c, err
+}
+
+// noLinksAlong refuses a path with a symbolic link in any of its parent
+// directories. The daemon's copy resolves such links inside the
+// container's root, so without this check a link the agent planted under
+// its work directory would let a read reach anywhere in the container;
+// the final component is checked by collect itself. The container is
+// paused, so nothing can swap a directory for a link in between.
+func (s *Session) noLinksAlong(ctx context.Context, p string) error {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i := 1; i < len(parts); i++ {
+		dir := "/" + strings.Join(parts[:i], "/")
+		st, err := s.d.cli.ContainerStatPath(ctx, s.id, dir)
+		if err != nil {
+			if errdefs.IsNotFound(err) {
+				return fmt.Errorf("%w: %s does not exist", ErrCollect, dir)
+			}
+			return fmt.Errorf("engine: stat %s in the session: %w", dir, err)
+		}
+		if st.LinkTarget != "" || !st.Mode.IsDir() {
+			return fmt.Errorf("%w: %s is not a directory (a link or a file on the way to %s)", ErrCollect, dir, p)
+		}
+	}
+	return nil
 }

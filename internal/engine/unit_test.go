@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/strslice"
+
+	"github.com/strictgrade/strictgrade/firewall"
 )
 
 func frame(stream byte, payload string) []byte {
@@ -244,5 +247,108 @@ func TestHardenedIgnoresNothingFromSpec(t *testing.T) {
 	}
 	if !strings.Contains(b.Tmpfs["/tmp"], "noexec") || !strings.Contains(b.Tmpfs["/tmp"], "size=") {
 		t.Fatalf("tmpfs options %q", b.Tmpfs["/tmp"])
+	}
+}
+
+func TestAbandoned(t *testing.T) {
+	me := owner{host: "h", boot: "boot-1", pidns: "pid:[1]", pid: 10, start: "500"}
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	young, old := now.Add(-time.Hour), now.Add(-DefaultMaxAge-time.Second)
+	of := func(o owner) map[string]string {
+		l := map[string]string{}
+		o.add(l)
+		return l
+	}
+	other := owner{host: "h", boot: "boot-1", pidns: "pid:[1]", pid: 42, start: "900"}
+	procs := map[int]string{10: "500", 42: "900", 43: "", 44: "123"} // 43: unreadable
+	probe := func(pid int) (bool, string) {
+		start, ok := procs[pid]
+		return ok, start
+	}
+	tests := []struct {
+		name    string
+		labels  map[string]string
+		created time.Time
+		want    bool
+	}{
+		{"live owner", of(other), young, false},
+		{"live owner, too old", of(other), old, true},
+		{"owner gone", of(owner{boot: "boot-1", pidns: "pid:[1]", pid: 7, start: "1"}), young, true},
+		{"pid reused", of(owner{boot: "boot-1", pidns: "pid:[1]", pid: 44, start: "120"}), young, true},
+		{"pid unreadable", of(owner{boot: "boot-1", pidns: "pid:[1]", pid: 43, start: "1"}), young, false},
+		{"this process", of(me), young, false},
+		{"another boot", of(owner{boot: "boot-0", pidns: "pid:[1]", pid: 7, start: "1"}), young, false},
+		{"another boot, too old", of(owner{boot: "boot-0", pidns: "pid:[1]", pid: 7, start: "1"}), old, true},
+		{"another pid namespace", of(owner{boot: "boot-1", pidns: "pid:[2]", pid: 7, start: "1"}), young, false},
+		{"no owner labels", map[string]string{LabelManaged: "true"}, young, false},
+		{"no owner labels, too old", map[string]string{LabelManaged: "true"}, old, true},
+		{"malformed pid", map[string]string{LabelOwnerBoot: "boot-1", LabelOwnerPIDNS: "pid:[1]", LabelOwnerPID: "x7", LabelOwnerStart: "1"}, young, false},
+	}
+	for _, tt := range tests {
+		if got := me.abandoned(tt.labels, tt.created, now, DefaultMaxAge, probe); got != tt.want {
+			t.Errorf("%s: abandoned = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	// Without /proc nothing is known of other processes.
+	blind := owner{host: "h", pid: 10}
+	if blind.abandoned(of(owner{boot: "boot-1", pidns: "pid:[1]", pid: 7, start: "1"}), young, now, DefaultMaxAge, probe) {
+		t.Error("an owner that cannot be checked was taken for gone")
+	}
+}
+
+func TestSelfOwner(t *testing.T) {
+	o := self()
+	if o.pid != os.Getpid() || o.boot == "" || o.pidns == "" || o.start == "" {
+		t.Fatalf("this process as an owner: %+v", o)
+	}
+	exists, start := processProbe(o.pid)
+	if !exists || start != o.start || o.state(labels("r", "p"), processProbe) != ownerAlive {
+		t.Fatalf("this process is not seen alive: %v %q", exists, start)
+	}
+}
+
+func TestStreamOutProfile(t *testing.T) {
+	so, err := StreamOut{Dir: "/output", Bytes: 1 << 20}.resolve()
+	if err != nil || so.Inodes != DefaultStreamOutInodes {
+		t.Fatalf("resolve: %+v %v", so, err)
+	}
+	spec := Spec{Run: "r", Phase: "p", Image: "i", Cmd: []string{"python3", "solution.py"}, StreamOut: &so}
+	if err := validateSpec(spec); err != nil {
+		t.Fatal(err)
+	}
+	lim, _ := Limits{}.resolve()
+	cfg, hc := hardened(spec, lim, false)
+	opts := hc.Tmpfs["/output"]
+	for _, want := range []string{"noexec", "nosuid", "nodev", "size=1048576", "nr_inodes=4096", "uid=65532", "gid=65532"} {
+		if !strings.Contains(opts, want) {
+			t.Errorf("stream-out tmpfs %q lacks %s", opts, want)
+		}
+	}
+	if hc.Tmpfs["/tmp"] == "" {
+		t.Error("the /tmp tmpfs is gone")
+	}
+	cmd := []string(cfg.Cmd)
+	if len(cmd) < 8 || cmd[0] != "python3" || cmd[1] != "-I" || cmd[2] != "-c" || cmd[3] != streamScript || cmd[4] != "/output" || cmd[5] != "output" {
+		t.Errorf("wrapped command %q", cmd[:min(len(cmd), 3)])
+	}
+	if got := cmd[len(cmd)-2:]; got[0] != "python3" || got[1] != "solution.py" {
+		t.Errorf("the command is not last: %q", got)
+	}
+	if err := assertApplied(inspectOf(cfg, hc), cfg, hc); err != nil {
+		t.Fatalf("faithful daemon flagged: %v", err)
+	}
+	got := inspectOf(cfg, hc)
+	h := *hc
+	h.Tmpfs = map[string]string{"/tmp": hc.Tmpfs["/tmp"], "/output": "rw"}
+	got.HostConfig = &h
+	if err := assertApplied(got, cfg, hc); !errors.Is(err, ErrProfile) {
+		t.Fatalf("an uncapped stream-out tmpfs was accepted: %v", err)
+	}
+	// The cap grows with both quotas and the names the policy allows.
+	base := so.streamCap(firewall.Policy{})
+	if so.streamCap(firewall.Policy{MaxNameLen: 4096}) <= base ||
+		(StreamOut{Bytes: 2 << 20, Inodes: so.Inodes}).streamCap(firewall.Policy{}) <= base ||
+		(StreamOut{Bytes: so.Bytes, Inodes: 2 * so.Inodes}).streamCap(firewall.Policy{}) <= base {
+		t.Error("the stream cap ignores a quota or the name limit")
 	}
 }
