@@ -42,7 +42,17 @@ type Request struct {
 	// Artifacts is the canonical archive of the submission's declared
 	// artifacts, as the firewall produced it.
 	Artifacts []byte
+	// Nonce is the grade's host-issued nonce. A function task whose cases
+	// share one process calls them in CallOrder(Nonce, n), so a candidate
+	// cannot key its answers to the order of the calls; Run refuses such a
+	// task (ErrNoNonce, a failure to grade) when Nonce is empty. The nonce
+	// itself never enters a container.
+	Nonce string
 }
+
+// ErrNoNonce means a Request for a shared-process function task has no
+// Nonce to derive the call order from.
+var ErrNoNonce = errors.New("candidate: no nonce for the call order")
 
 // Case is what one case produced.
 type Case struct {
@@ -52,11 +62,20 @@ type Case struct {
 	// Files holds output files by name: value.json for function tasks,
 	// the files written under /output for data tasks.
 	Files map[string][]byte
+	// Rejection is the engine's error behind a refused output (it wraps
+	// engine.ErrCollect and, usually, a *firewall.RejectError), kept for
+	// logs and tests. It may quote names the candidate chose; the text
+	// that goes into Result.Error does not.
+	Rejection error
 }
 
 // Outputs is what the candidate phase returns.
 type Outputs struct {
-	Cases      []Case
+	Cases []Case
+	// Order is the order in which a shared process called the cases
+	// (CallOrder of the request's nonce); nil when every case ran in a
+	// process of its own.
+	Order      []int
 	ImageID    string
 	Containers int
 	Duration   time.Duration
@@ -225,14 +244,6 @@ func (v *volumes) add(name string) {
 	v.mu.Unlock()
 }
 
-func (v *volumes) empty(phase string) (string, error) {
-	name, err := v.eng.NewVolume(v.ctx, v.run, phase)
-	if err == nil {
-		v.add(name)
-	}
-	return name, err
-}
-
 func (v *volumes) with(phase string, archive []byte, pol firewall.Policy) (string, error) {
 	name, _, err := v.eng.NewVolumeWith(v.ctx, v.run, phase, bytes.NewReader(archive), engine.CopyInOptions{Policy: pol})
 	if err == nil {
@@ -253,14 +264,6 @@ func (v *volumes) removeAll() {
 		}()
 	}
 	wg.Wait()
-}
-
-// both runs f and g concurrently and returns their errors joined.
-func both(f, g func() error) error {
-	errs := make(chan error, 1)
-	go func() { errs <- g() }()
-	err := f()
-	return errors.Join(err, <-errs)
 }
 
 // tarFiles builds a small archive of named files for CopyIn.
@@ -307,19 +310,23 @@ func filesUnder(archive []byte, prefix string) (map[string][]byte, error) {
 
 func runFunction(ctx context.Context, eng Engine, req Request, base engine.Spec, withArtifacts func(engine.Spec) (engine.Spec, error), vols *volumes, out *Outputs) error {
 	t := req.Task
-	perCase := t.Spec.Isolation == task.PerCase
 	groups := [][]int{}
-	if perCase {
+	if t.Spec.Isolation == task.PerCase {
 		for i := range t.Cases.Cases {
 			groups = append(groups, []int{i})
 		}
 	} else {
-		all := make([]int, len(t.Cases.Cases))
-		for i := range all {
-			all[i] = i
+		if req.Nonce == "" {
+			return ErrNoNonce
 		}
-		groups = append(groups, all)
+		out.Order = callOrder(req.Nonce, len(t.Cases.Cases))
+		groups = append(groups, out.Order)
 	}
+	// The shim sees a group's cases in call order and numbers its records
+	// by position in that order; only the host maps a position back to
+	// the case. An index of the task's own order inside the container
+	// would let the candidate undo the shuffle (from cases.json, or from
+	// the shim's frame).
 	for _, group := range groups {
 		args := make([]json.RawMessage, len(group))
 		for j, i := range group {
@@ -354,7 +361,7 @@ func runFunction(ctx context.Context, eng Engine, req Request, base engine.Spec,
 		out.ImageID = res.ImageID
 		records := splitRecords(res.Stdout, len(group))
 		rr := runResult(res)
-		for j, i := range group {
+		for j, i := range group { // the j-th call was case i
 			c := Case{Result: rr, Stderr: res.Stderr}
 			if v, ok := records[j]; ok {
 				c.Files = map[string][]byte{"value.json": v}
@@ -422,14 +429,7 @@ func runData(ctx context.Context, eng Engine, req Request, base engine.Spec, wit
 			order = append(order, name)
 		}
 		slices.Sort(order)
-		var inputs, outVol string
-		err := both(
-			func() (err error) {
-				inputs, err = vols.with("input", tarFiles(files, order), ioPolicy(t.Spec.Limits))
-				return err
-			},
-			func() (err error) { outVol, err = vols.empty("output"); return err },
-		)
+		inputs, err := vols.with("input", tarFiles(files, order), ioPolicy(t.Spec.Limits))
 		if err != nil {
 			return fmt.Errorf("candidate: prepare volumes: %w", err)
 		}
@@ -437,17 +437,15 @@ func runData(ctx context.Context, eng Engine, req Request, base engine.Spec, wit
 		if err != nil {
 			return err
 		}
-		s.Mounts = append(s.Mounts,
-			engine.Mount{Volume: inputs, Target: InputDir, ReadOnly: true},
-			engine.Mount{Volume: outVol, Target: OutputDir})
+		s.Mounts = append(s.Mounts, engine.Mount{Volume: inputs, Target: InputDir, ReadOnly: true})
 		s.Cmd = append([]string(nil), t.Spec.Data.Argv...)
-		s.Collect = []string{OutputDir}
+		s.StreamOut = outputQuota(t.Spec.Limits)
 		s.CollectPolicy = ioPolicy(t.Spec.Limits)
 		res, err := eng.Run(ctx, s)
 		out.Containers++
 		if err != nil {
 			if errors.Is(err, engine.ErrCollect) {
-				out.Cases[i] = Case{Result: judge.RunResult{Exit: schema.ExitExited, Error: "output rejected: " + err.Error()}}
+				out.Cases[i] = Case{Result: judge.RunResult{Exit: schema.ExitExited, Error: outputRejection(err)}, Rejection: err}
 				continue
 			}
 			return err

@@ -4,10 +4,13 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -125,7 +128,7 @@ func TestFunctionTaskOneContainerPerGrade(t *testing.T) {
 		stdout.WriteString("0\t{\"ok\":true,\"value\":2}\n") // a second line for case 0 loses
 		return &engine.Result{Exit: engine.ExitExited, ImageID: "sha256:img", Duration: time.Second, Stdout: []byte(stdout.String())}, nil
 	})
-	out, err := Run(t.Context(), fake, Request{Run: "r1", Task: tk, Image: "sha256:img", Artifacts: artifact(t)})
+	out, err := Run(t.Context(), fake, Request{Run: "r1", Task: tk, Image: "sha256:img", Artifacts: artifact(t), Nonce: "n1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +155,13 @@ func TestFunctionTaskOneContainerPerGrade(t *testing.T) {
 		}
 	}
 	out.Wait()
-	if got := out.Cases[n-1].Files; got != nil {
-		t.Errorf("the last case has files %v", got)
+	// Records are numbered by call; the last call recorded nothing.
+	order := CallOrder("n1", n)
+	if got := out.Cases[order[n-1]].Files; got != nil {
+		t.Errorf("the last call's case has files %v", got)
 	}
-	if string(out.Cases[0].Files["value.json"]) != `{"ok":true,"value":1}` {
-		t.Errorf("case 0 value %q", out.Cases[0].Files["value.json"])
+	if string(out.Cases[order[0]].Files["value.json"]) != `{"ok":true,"value":1}` {
+		t.Errorf("the first call's value %q", out.Cases[order[0]].Files["value.json"])
 	}
 	if len(fake.volumes) != 0 {
 		t.Errorf("volumes left: %v", fake.volumes)
@@ -182,7 +187,7 @@ func TestInputsCarryNoExpectedValues(t *testing.T) {
 			}
 		}
 	}}
-	if _, err := Run(t.Context(), capture, Request{Run: "r2", Task: tk, Image: "img", Artifacts: artifact(t)}); err != nil {
+	if _, err := Run(t.Context(), capture, Request{Run: "r2", Task: tk, Image: "img", Artifacts: artifact(t), Nonce: "n2"}); err != nil {
 		t.Fatal(err)
 	}
 	if inputs == nil {
@@ -246,15 +251,26 @@ func TestCommandTaskFreshContainerPerCase(t *testing.T) {
 
 func TestRefusedOutputIsTheCandidatesFault(t *testing.T) {
 	tk := loadExample(t, "csvstats")
+	// The name and the link target are the candidate's: they may carry
+	// hidden input.
+	refusal := &firewall.RejectError{Entry: "output/secret-input-derived.csv", Err: firewall.ErrSymlink, Reason: `symbolic link to "/hidden/secret"`}
 	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
-		return nil, fmt.Errorf("%w: /output: %w", engine.ErrCollect, firewall.ErrSymlink)
+		return nil, fmt.Errorf("%w: /output: %w", engine.ErrCollect, refusal)
 	})
 	out, err := Run(t.Context(), fake, Request{Run: "r4", Task: tk, Image: "img", Artifacts: artifact(t)})
 	if err != nil {
 		t.Fatalf("a refused output became an infrastructure error: %v", err)
 	}
-	if !strings.Contains(out.Cases[0].Result.Error, "output rejected") {
-		t.Fatalf("case result %+v", out.Cases[0].Result)
+	c := out.Cases[0]
+	if want := "output rejected: firewall: symlink: an output entry is a symbolic link"; c.Result.Error != want {
+		t.Errorf("case error %q, want %q", c.Result.Error, want)
+	}
+	if strings.Contains(c.Result.Error, "secret") {
+		t.Errorf("case error %q quotes a candidate-chosen name", c.Result.Error)
+	}
+	var rej *firewall.RejectError
+	if !errors.As(c.Rejection, &rej) || rej.Entry != refusal.Entry {
+		t.Errorf("the typed rejection is gone: %v", c.Rejection)
 	}
 	// A daemon failure, by contrast, stops the phase.
 	fake = newFake(func(s engine.Spec) (*engine.Result, error) { return nil, errors.New("daemon gone") })
@@ -279,4 +295,164 @@ func artifact(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+func TestOutputRejectionNeverQuotesNames(t *testing.T) {
+	const name = "output/c4ndid4te-ch0sen"
+	for sentinel := range rejected {
+		err := fmt.Errorf("%w: /output: %w", engine.ErrCollect,
+			&firewall.RejectError{Entry: name, Err: sentinel, Reason: "about " + strconv.Quote(name)})
+		got := outputRejection(err)
+		if strings.Contains(got, "c4ndid4te") || !strings.HasPrefix(got, "output rejected: "+sentinel.Error()+": ") {
+			t.Errorf("%v: %q", sentinel, got)
+		}
+	}
+	if got := outputRejection(engine.ErrCollect); strings.Contains(got, "firewall") {
+		t.Errorf("a refusal without a firewall class: %q", got)
+	}
+}
+
+func TestDataTaskOutputIsAQuota(t *testing.T) {
+	tk := loadExample(t, "csvstats")
+	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
+		return &engine.Result{Exit: engine.ExitExited, Collected: map[string]engine.Collected{
+			OutputDir: collected(t, "output", map[string]string{"stats.json": "{}"}),
+		}}, nil
+	})
+	out, err := Run(t.Context(), fake, Request{Run: "r6", Task: tk, Image: "img", Artifacts: artifact(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Wait()
+	for i, s := range fake.runs {
+		so := s.StreamOut
+		if so == nil || so.Dir != OutputDir || so.Bytes != tk.Spec.Limits.OutputBytes || so.Inodes != outputInodes {
+			t.Errorf("case %d: stream-out %+v", i, so)
+		}
+		for _, m := range s.Mounts {
+			if !m.ReadOnly {
+				t.Errorf("case %d: writable volume at %s", i, m.Target)
+			}
+		}
+		if len(s.Collect) != 0 {
+			t.Errorf("case %d: collects %v from a volume", i, s.Collect)
+		}
+	}
+	if got := string(out.Cases[0].Files["stats.json"]); got != "{}" {
+		t.Errorf("collected output %q", got)
+	}
+	if len(fake.volumes) != 0 {
+		t.Errorf("volumes left: %v", fake.volumes)
+	}
+}
+
+func TestCallOrder(t *testing.T) {
+	// The documented construction, pinned (the value was computed by a
+	// separate implementation of CallOrder's description): changing it
+	// changes which order a recorded nonce stands for.
+	if got, want := CallOrder("pinned", 10), []int{0, 4, 5, 3, 7, 9, 2, 8, 1, 6}; !slices.Equal(got, want) {
+		t.Errorf("CallOrder(\"pinned\", 10) = %v, want %v", got, want)
+	}
+	for _, n := range []int{0, 1, 2, 7, 100} {
+		a := CallOrder("nonce-a", n)
+		if !slices.Equal(a, CallOrder("nonce-a", n)) {
+			t.Errorf("n=%d: two orders for one nonce", n)
+		}
+		sorted := slices.Sorted(slices.Values(a))
+		for i, v := range sorted {
+			if v != i {
+				t.Fatalf("n=%d: %v is not a permutation", n, a)
+			}
+		}
+	}
+	// Never the file's own order, however few the cases.
+	for _, n := range []int{2, 3, 4} {
+		for i := range 500 {
+			if o := CallOrder(fmt.Sprintf("identity-%d", i), n); identity(o) {
+				t.Fatalf("n=%d: nonce %d gave the file's order %v", n, i, o)
+			}
+		}
+	}
+	// Different nonces give different orders: over many nonces, every
+	// position sees every case.
+	const n = 6
+	seen := [n][n]bool{}
+	distinct := map[string]bool{}
+	for i := range 200 {
+		o := CallOrder(fmt.Sprintf("nonce-%d", i), n)
+		distinct[fmt.Sprint(o)] = true
+		for pos, c := range o {
+			seen[pos][c] = true
+		}
+	}
+	for pos := range n {
+		for c := range n {
+			if !seen[pos][c] {
+				t.Errorf("case %d never came at call %d in 200 grades", c, pos)
+			}
+		}
+	}
+	if len(distinct) < 150 {
+		t.Errorf("200 nonces gave only %d distinct orders of 6 cases", len(distinct))
+	}
+}
+
+func TestFunctionTaskCallsInNonceOrder(t *testing.T) {
+	tk := loadExample(t, "sum")
+	n := len(tk.Cases.Cases)
+	var spec []byte
+	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
+		// The shim numbers records by call: answer each call with its
+		// position.
+		var stdout strings.Builder
+		for j := range n {
+			fmt.Fprintf(&stdout, "%d\t{\"ok\":true,\"value\":%d}\n", j, j)
+		}
+		return &engine.Result{Exit: engine.ExitExited, Stdout: []byte(stdout.String())}, nil
+	})
+	capture := &capturingEngine{fakeEngine: fake, onCopy: func(b []byte) {
+		tr := tar.NewReader(bytes.NewReader(b))
+		for h, err := tr.Next(); err == nil; h, err = tr.Next() {
+			if h.Name == "cases.json" {
+				spec, _ = io.ReadAll(tr)
+			}
+		}
+	}}
+	const nonce = "grade-nonce"
+	out, err := Run(t.Context(), capture, Request{Run: "r7", Task: tk, Image: "img", Artifacts: artifact(t), Nonce: nonce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Wait()
+	order := CallOrder(nonce, n)
+	if !slices.Equal(out.Order, order) {
+		t.Errorf("recorded order %v, want %v", out.Order, order)
+	}
+	var doc struct {
+		Cases []json.RawMessage `json:"cases"`
+	}
+	if err := json.Unmarshal(spec, &doc); err != nil || len(doc.Cases) != n {
+		t.Fatalf("cases.json %s: %v", spec, err)
+	}
+	for j, i := range order {
+		var args bytes.Buffer
+		if err := json.Compact(&args, tk.Cases.Cases[i].Args); err != nil {
+			t.Fatal(err)
+		}
+		if string(doc.Cases[j]) != args.String() {
+			t.Errorf("call %d has arguments %s, want case %d's %s", j, doc.Cases[j], i, &args)
+		}
+		want := fmt.Sprintf(`{"ok":true,"value":%d}`, j)
+		if got := string(out.Cases[i].Files["value.json"]); got != want {
+			t.Errorf("case %d (call %d) got record %s, want %s", i, j, got, want)
+		}
+	}
+	if bytes.Contains(spec, []byte(`"index"`)) || bytes.Contains(spec, []byte(`"id"`)) {
+		t.Errorf("cases.json tells the candidate which case a call is: %s", spec)
+	}
+
+	// Without a nonce a shared process cannot be given an order.
+	if _, err := Run(t.Context(), newFake(fake.answer), Request{Run: "r8", Task: tk, Image: "img", Artifacts: artifact(t)}); !errors.Is(err, ErrNoNonce) {
+		t.Errorf("no nonce: %v, want ErrNoNonce", err)
+	}
 }

@@ -6,6 +6,11 @@
 # own prints go to standard error. Only these bytes leave the container;
 # expected values are never here. Whatever the candidate does to this
 # process can only change its own answers, which the judge compares as data.
+#
+# The cases come in the order the host drew for this grade from its nonce,
+# and <index> is a case's position in that order: which case of the task
+# it is stays on the host, so answers keyed to the order of the calls (or to
+# the task's own order) are wrong answers.
 import json
 import os
 import signal

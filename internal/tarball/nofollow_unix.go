@@ -4,4 +4,7 @@ package tarball
 
 import "syscall"
 
-const noFollow = syscall.O_NOFOLLOW
+const (
+	noFollow = syscall.O_NOFOLLOW
+	nonBlock = syscall.O_NONBLOCK
+)

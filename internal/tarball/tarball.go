@@ -10,88 +10,207 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
+// ErrWalk is matched (errors.Is) by every error WriteDir returns because of
+// something it found in the tree it walks, as opposed to a failure of the
+// writer or of opening the directory itself. The error is a *WalkError.
+var ErrWalk = errors.New("tarball: unacceptable entry in the walked tree")
+
+// WalkError reports an entry of the walked tree that WriteDir cannot or
+// will not write: a name that is not valid UTF-8, a named pipe, a device, a
+// socket or another special file, an entry it cannot read, or one that
+// changed while it was being read.
+//
+// Whoever made the tree chose Path; Reason never contains it, so Reason is
+// the part to show where names from the tree must not be quoted.
+type WalkError struct {
+	Path   string // slash-separated, relative to the walked directory; may be invalid UTF-8
+	Reason string // what is wrong, e.g. "a socket", "unreadable"
+	Err    error  // the system error behind it, if any
+}
+
+// Error returns the reason with the path quoted (control characters and
+// invalid UTF-8 escaped).
+func (e *WalkError) Error() string {
+	s := "tarball: " + strconv.Quote(e.Path) + ": " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns ErrWalk and, when there is one, the system error.
+func (e *WalkError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrWalk}
+	}
+	return []error{ErrWalk, e.Err}
+}
+
+// afterLstat, when set by a test, runs between the Lstat of an entry and
+// its opening, where a concurrent change would land.
+var afterLstat func(rel string)
+
 // WriteDir writes the tree under dir to w. Entries are visited in lexical
-// order. Regular files and directories are written with their content and
-// permission bits; symbolic links are written as links (never followed) and
-// any other kind of file as a FIFO-typed entry, so the firewall downstream
-// rejects them with a precise reason. keep, when not nil, selects the
-// slash-separated relative paths to include; a directory it refuses is
+// order of their names, a directory before its content. Regular files and
+// directories are written with their content and permission bits; symbolic
+// links are written as links and never followed, so that the firewall
+// downstream rejects them with its own reason. keep, when not nil, selects
+// the slash-separated relative paths to include; a directory it refuses is
 // skipped whole, and the parents of kept entries are always written.
-// Files are opened through an os.Root, so a path swapped for a link while
-// the walk runs cannot lead outside dir.
+//
+// Anything else found in a kept part of the tree ends the walk with a
+// *WalkError (matching ErrWalk), nothing being written for the entry: a
+// name that is not valid UTF-8, a named pipe, a device, a socket or any
+// other special file, an entry that cannot be listed, examined or read, or
+// a file that changed type or size while it was read. Other errors are
+// failures to open dir or to write to w.
+//
+// Files are opened through an os.Root and without following a final link,
+// so a path swapped for a link while the walk runs cannot lead outside dir,
+// and a path swapped for a named pipe cannot block the walk.
 func WriteDir(w io.Writer, dir string, keep func(rel string, isDir bool) bool) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	tw := tar.NewWriter(w)
-	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return nil
-		}
-		if keep != nil && !keep(rel, d.IsDir()) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		info, err := root.Lstat(rel)
-		if err != nil {
-			return err
-		}
-		hdr := &tar.Header{Name: rel, Mode: int64(info.Mode().Perm()), ModTime: info.ModTime(), Format: tar.FormatPAX}
-		switch mode := info.Mode(); {
-		case mode.IsDir():
-			hdr.Typeflag, hdr.Name = tar.TypeDir, rel+"/"
-			return tw.WriteHeader(hdr)
-		case mode&fs.ModeSymlink != 0:
-			target, err := root.Readlink(rel)
-			if err != nil {
-				return err
-			}
-			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
-			return tw.WriteHeader(hdr)
-		case mode.IsRegular():
-			f, err := root.OpenFile(rel, os.O_RDONLY|noFollow, 0)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			st, err := f.Stat()
-			if err != nil {
-				return err
-			}
-			if !st.Mode().IsRegular() {
-				return fmt.Errorf("tarball: %s changed type during the walk", rel)
-			}
-			hdr.Typeflag, hdr.Size = tar.TypeReg, st.Size()
-			if err := tw.WriteHeader(hdr); err != nil {
-				return err
-			}
-			n, err := io.Copy(tw, io.LimitReader(f, st.Size()))
-			if err != nil {
-				return err
-			}
-			if n != st.Size() {
-				return fmt.Errorf("tarball: %s shrank during the walk", rel)
-			}
-			return nil
-		default:
-			hdr.Typeflag = tar.TypeFifo
-			return tw.WriteHeader(hdr)
-		}
-	})
-	if err != nil {
+	wr := &walker{root: root, tw: tar.NewWriter(w), keep: keep, buf: make([]byte, 32<<10)}
+	if err := wr.dir("."); err != nil {
 		return err
 	}
-	return tw.Close()
+	return wr.tw.Close()
+}
+
+// walker holds the state of one WriteDir.
+type walker struct {
+	root *os.Root
+	tw   *tar.Writer
+	keep func(rel string, isDir bool) bool
+	buf  []byte
+}
+
+// dir writes the entries below the directory rel, in lexical order.
+func (w *walker) dir(rel string) error {
+	f, err := w.root.Open(rel)
+	if err != nil {
+		return &WalkError{Path: rel, Reason: "directory cannot be opened", Err: err}
+	}
+	ents, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return &WalkError{Path: rel, Reason: "directory cannot be listed", Err: err}
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, e := range ents {
+		child := e.Name()
+		if rel != "." {
+			child = rel + "/" + child
+		}
+		if w.keep != nil && !w.keep(child, e.IsDir()) {
+			continue
+		}
+		if err := w.entry(child); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entry writes one kept entry and, for a directory, what is below it.
+func (w *walker) entry(rel string) error {
+	if !utf8.ValidString(rel) {
+		return &WalkError{Path: rel, Reason: "name is not valid UTF-8"}
+	}
+	info, err := w.root.Lstat(rel)
+	if err != nil {
+		return &WalkError{Path: rel, Reason: "cannot be examined", Err: err}
+	}
+	mode := info.Mode()
+	hdr := &tar.Header{Name: rel, Mode: int64(mode.Perm()), ModTime: info.ModTime(), Format: tar.FormatPAX}
+	switch {
+	case mode.IsDir():
+		hdr.Typeflag, hdr.Name = tar.TypeDir, rel+"/"
+		if err := w.tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		return w.dir(rel)
+	case mode&fs.ModeSymlink != 0:
+		target, err := w.root.Readlink(rel)
+		if err != nil {
+			return &WalkError{Path: rel, Reason: "link cannot be read", Err: err}
+		}
+		hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
+		return w.tw.WriteHeader(hdr)
+	case mode.IsRegular():
+		return w.file(rel, hdr)
+	}
+	return &WalkError{Path: rel, Reason: special(mode)}
+}
+
+// special names a kind of file that is neither regular, a directory nor a
+// link.
+func special(mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case mode&fs.ModeCharDevice != 0:
+		return "a character device"
+	case mode&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return fmt.Sprintf("a special file (mode %v)", mode)
+}
+
+// file writes a regular file: the header with the size the open file
+// reports, then exactly that many bytes.
+func (w *walker) file(rel string, hdr *tar.Header) error {
+	if afterLstat != nil {
+		afterLstat(rel)
+	}
+	f, err := w.root.OpenFile(rel, os.O_RDONLY|noFollow|nonBlock, 0)
+	if err != nil {
+		return &WalkError{Path: rel, Reason: "unreadable", Err: err}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return &WalkError{Path: rel, Reason: "unreadable", Err: err}
+	}
+	if !st.Mode().IsRegular() {
+		return &WalkError{Path: rel, Reason: "changed type during the walk"}
+	}
+	hdr.Typeflag, hdr.Size = tar.TypeReg, st.Size()
+	if err := w.tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	// A read error is the tree's problem, a write error the writer's:
+	// the loop keeps them apart.
+	for left := st.Size(); left > 0; {
+		n, err := f.Read(w.buf[:min(int64(len(w.buf)), left)])
+		if n > 0 {
+			if _, werr := w.tw.Write(w.buf[:n]); werr != nil {
+				return werr
+			}
+			left -= int64(n)
+		}
+		switch {
+		case errors.Is(err, io.EOF) || err == nil && n == 0:
+			if left > 0 {
+				return &WalkError{Path: rel, Reason: "shrank during the walk"}
+			}
+		case err != nil:
+			return &WalkError{Path: rel, Reason: "unreadable", Err: err}
+		}
+	}
+	return nil
 }
 
 // Under returns a keep function for WriteDir that selects the given
