@@ -10,7 +10,10 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -158,6 +161,78 @@ func TestTamperFailsVerification(t *testing.T) {
 	}
 }
 
+// TestVersion1VerdictStillVerifies verifies a bundle and an envelope that
+// the build before schema version 2 signed (testdata/v1, made once and
+// never regenerated): adding a schema version must not strand them.
+func TestVersion1VerdictStillVerifies(t *testing.T) {
+	pub, err := attest.LoadPublicKeyFile("testdata/v1/grader.pub")
+	require.NoError(t, err)
+	sub, err := os.ReadFile("testdata/v1/verdict.submission")
+	require.NoError(t, err)
+	for _, name := range []string{"verdict.sigstore.json", "verdict.dsse.json"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "v1", name))
+			require.NoError(t, err)
+			got, err := attest.Verify(data, pub, attest.Expect{
+				SubmissionSHA256: sha(sub), TaskDigest: taskDigest, Tier: schema.TierStrict, Nonce: "nonce-v1-0123456789",
+			})
+			require.NoError(t, err)
+			assert.Equal(t, schema.IDv1, got.Verdict.Schema)
+			assert.Equal(t, schema.IDv1, got.Statement.Predicate.VerdictSchema.URI)
+			assert.Empty(t, got.Verdict.Disclosure, "version 1 has no disclosure field")
+			assert.Equal(t, schema.OutcomeFail, got.Verdict.Outcome)
+		})
+	}
+}
+
+// TestKeyID pins what Verify does with the DSSE keyid, which the signature
+// does not cover: empty (what Sign writes) and the key's own SHA256
+// fingerprint verify; any other value fails.
+func TestKeyID(t *testing.T) {
+	s := newSigner(t, attest.KeyECDSAP256)
+	signed, err := s.Sign(t.Context(), verdictFor(submissionA, nonce1), attest.SignOptions{Time: signedAt})
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		keyid string
+		want  error
+	}{
+		{"", nil},
+		{sshFingerprint(t, s.PublicKey()), nil},
+		{"grader-key-2026", attest.ErrSignature},
+		{s.Hint(), attest.ErrSignature},
+	} {
+		t.Run(tt.keyid, func(t *testing.T) {
+			data := mutateBundle(t, signed.Bundle, func(_, env map[string]any) {
+				env["signatures"].([]any)[0].(map[string]any)["keyid"] = tt.keyid
+			})
+			_, err := attest.Verify(data, s.PublicKey(), expectA())
+			if tt.want == nil {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, tt.want)
+		})
+	}
+}
+
+// sshFingerprint computes the OpenSSH SHA256 fingerprint of a P-256 key
+// (RFC 5656 wire format, unpadded base64), the keyid go-securesystemslib
+// derives for a verifier without one.
+func sshFingerprint(t *testing.T, pub any) string {
+	t.Helper()
+	k, ok := pub.(*ecdsa.PublicKey)
+	require.True(t, ok, "a P-256 key")
+	point, err := k.Bytes()
+	require.NoError(t, err)
+	var wire []byte
+	for _, field := range [][]byte{[]byte("ecdsa-sha2-nistp256"), []byte("nistp256"), point} {
+		wire = binary.BigEndian.AppendUint32(wire, uint32(len(field)))
+		wire = append(wire, field...)
+	}
+	sum := sha256.Sum256(wire)
+	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:])
+}
+
 func TestReplay(t *testing.T) {
 	s := newSigner(t, attest.KeyECDSAP256)
 	forA, err := s.Sign(t.Context(), verdictFor(submissionA, nonce1), attest.SignOptions{})
@@ -298,6 +373,19 @@ func TestSignedButUnacceptable(t *testing.T) {
 		{"unknown verdict schema", edit(func(_, p map[string]any) {
 			p["verdictSchema"].(map[string]any)["digest"].(map[string]any)["sha256"] = strings.Repeat("0", 64)
 		}), attest.ErrCannotVerify, attest.ErrUnsupported},
+		{"statement names version 1, verdict follows version 2", edit(func(_, p map[string]any) {
+			sum, _ := schema.SchemaDigest(schema.IDv1)
+			p["verdictSchema"] = map[string]any{"uri": schema.IDv1, "digest": map[string]any{"sha256": sum}}
+		}), attest.ErrVerificationFailed, attest.ErrInconsistent},
+		{"version-1 digest under the version-2 name", edit(func(_, p map[string]any) {
+			sum, _ := schema.SchemaDigest(schema.IDv1)
+			p["verdictSchema"].(map[string]any)["digest"].(map[string]any)["sha256"] = sum
+		}), attest.ErrCannotVerify, attest.ErrUnsupported},
+		{"verdict relabelled as version 1", edit(func(_, p map[string]any) {
+			sum, _ := schema.SchemaDigest(schema.IDv1)
+			p["verdictSchema"] = map[string]any{"uri": schema.IDv1, "digest": map[string]any{"sha256": sum}}
+			p["verdict"].(map[string]any)["schema"] = schema.IDv1
+		}), attest.ErrVerificationFailed, attest.ErrInvalidVerdict},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

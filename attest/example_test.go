@@ -122,13 +122,13 @@ func Example_statement() {
 	//       }
 	//     },
 	//     "verdictSchema": {
-	//       "uri": "https://strictgrade.dev/schema/verdict/v1",
+	//       "uri": "https://strictgrade.dev/schema/verdict/v2",
 	//       "digest": {
-	//         "sha256": "4c391bf09c441d50d01d3f451a568e23eac3400b1b1f0859a7edec0e5bd3fd6f"
+	//         "sha256": "c90f6802ccd0ead9926c54cedde9a320f9af1e06db60334401eaabc14d39d361"
 	//       }
 	//     },
 	//     "verdict": {
-	//       "schema": "https://strictgrade.dev/schema/verdict/v1",
+	//       "schema": "https://strictgrade.dev/schema/verdict/v2",
 	//       "run_id": "run-1",
 	//       "task": {
 	//         "id": "fn/add",
@@ -146,6 +146,7 @@ func Example_statement() {
 	//           "duration_ms": 41
 	//         }
 	//       ],
+	//       "disclosure": "digest",
 	//       "tests_hash": "2a63130e736c524960f433e93f5947349275df29ad47ac5d46c861440dd6de83",
 	//       "submission": {
 	//         "kind": "archive",

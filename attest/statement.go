@@ -63,7 +63,9 @@ type Predicate struct {
 	VerificationResult string `json:"verificationResult"`
 	// Task names the task (name = task id) and its digest.
 	Task ResourceDescriptor `json:"task"`
-	// VerdictSchema names the schema the verdict was validated against.
+	// VerdictSchema names the schema the verdict was validated against:
+	// the $id its "schema" field names and the sha256 of that schema's
+	// bytes as embedded in the schema package.
 	VerdictSchema ResourceDescriptor `json:"verdictSchema"`
 	// Verdict is the verdict document, exactly as schema.Marshal wrote it.
 	Verdict json.RawMessage `json:"verdict"`
@@ -91,8 +93,11 @@ func resultFor(o schema.Outcome) string {
 	return ResultFailed
 }
 
-// newStatement builds the statement for a validated verdict.
+// newStatement builds the statement for a validated verdict. The
+// verdict's schema is one Validate knows (it validated), so its digest
+// exists.
 func newStatement(v *schema.Verdict, verdictJSON []byte, subjectName string, at time.Time) *Statement {
+	schemaDigest, _ := schema.SchemaDigest(v.Schema)
 	return &Statement{
 		Type:          StatementType,
 		Subject:       []Subject{{Name: subjectName, Digest: DigestSet{SHA256: v.Submission.SHA256}}},
@@ -102,7 +107,7 @@ func newStatement(v *schema.Verdict, verdictJSON []byte, subjectName string, at 
 			TimeVerified:       at,
 			VerificationResult: resultFor(v.Outcome),
 			Task:               ResourceDescriptor{Name: v.Task.ID, URI: v.Task.URI, Digest: DigestSet{SHA256: v.Task.Digest}},
-			VerdictSchema:      ResourceDescriptor{URI: schema.ID, Digest: DigestSet{SHA256: schema.Digest()}},
+			VerdictSchema:      ResourceDescriptor{URI: v.Schema, Digest: DigestSet{SHA256: schemaDigest}},
 			Verdict:            verdictJSON,
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 
 	ssldsse "github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -73,13 +74,17 @@ type Verified struct {
 // the verified statement.
 //
 // In order it checks: the packaging is readable; the payload type is
-// application/vnd.in-toto+json; the signature verifies with pub (the DSSE
-// keyid is ignored, the bundle's hint is not trusted); the payload is one
-// strict JSON in-toto Statement v1 with the strictgrade predicate type; its
-// only subject's sha256 is want.SubmissionSHA256; the verdict schema is the
-// one this build embeds; the verdict is schema-valid; the predicate agrees
-// with the verdict; and the task digest, tier and nonce match want where
-// given. Every failure is a *VerifyError matching ErrVerificationFailed or
+// application/vnd.in-toto+json; the signature verifies with pub (the
+// bundle's key hint is not trusted; the DSSE keyid is not signed and
+// selects nothing, but a non-empty keyid other than pub's SHA256 key
+// fingerprint, as go-securesystemslib computes it, fails as ErrSignature);
+// the payload is one strict JSON in-toto Statement v1 with the strictgrade
+// predicate type; its only subject's sha256 is want.SubmissionSHA256; the
+// verdict schema is one this build embeds (any released version: its URI
+// and the sha256 of its bytes, see schema.SchemaDigest) and the one the
+// verdict names; the verdict is valid under it; the predicate agrees with
+// the verdict; and the task digest, tier and nonce match want where given.
+// Every failure is a *VerifyError matching ErrVerificationFailed or
 // ErrCannotVerify.
 //
 // Trust rests on pub alone: transparency-log entries, timestamps and
@@ -249,15 +254,19 @@ func checkStatement(payload []byte, want Expect) (*Statement, *VerifyError) {
 // checkPredicate re-validates the verdict and checks the binding fields.
 func checkPredicate(st *Statement, want Expect) (*schema.Verdict, *VerifyError) {
 	p := &st.Predicate
-	if p.VerdictSchema.URI != schema.ID || p.VerdictSchema.Digest.SHA256 != schema.Digest() {
-		return nil, cannot(ErrUnsupported, fmt.Sprintf("verdict schema %q sha256:%s is not the one this build knows (%s sha256:%s)",
-			truncate(p.VerdictSchema.URI, 200), showDigest(p.VerdictSchema.Digest.SHA256), schema.ID, schema.Digest()), nil)
+	if known, ok := schema.SchemaDigest(p.VerdictSchema.URI); !ok || p.VerdictSchema.Digest.SHA256 != known {
+		return nil, cannot(ErrUnsupported, fmt.Sprintf("verdict schema %q sha256:%s is not one this build knows (%s)",
+			truncate(p.VerdictSchema.URI, 200), showDigest(p.VerdictSchema.Digest.SHA256), strings.Join(schema.Versions(), ", ")), nil)
 	}
 	v, err := schema.Validate(p.Verdict)
 	if err != nil {
 		return nil, failed(ErrInvalidVerdict, "", err)
 	}
 	switch {
+	case v.Schema != p.VerdictSchema.URI:
+		// Validate checked the verdict against the schema it names; the
+		// statement must name the same one.
+		return nil, failed(ErrInconsistent, fmt.Sprintf("verdict follows %s, the statement names %s", v.Schema, p.VerdictSchema.URI), nil)
 	case p.Verifier.ID != VerifierID:
 		return nil, failed(ErrInconsistent, fmt.Sprintf("verifier id %q, want %q", truncate(p.Verifier.ID, 200), VerifierID), nil)
 	case p.TimeVerified.IsZero():

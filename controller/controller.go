@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/candidate"
@@ -69,6 +70,17 @@ type Config struct {
 	Logger *slog.Logger
 	// BuildProgress receives image build progress; nil discards it.
 	BuildProgress io.Writer
+	// Disclosure is the harness's say in how much verdict reasons may
+	// reveal (schema.Disclosure); the task has one too (its spec's
+	// disclosure field). "digest" from either side wins: the default
+	// policy, which quotes no candidate text and nothing expected. Else
+	// "detailed" from either side, for human debugging, quotes the
+	// candidate's output; else, both unset, digest. So a harness can
+	// always make a grade stricter, and can loosen it only for tasks that
+	// do not insist on digest. Never show a detailed verdict to the
+	// agent being graded. Every strict verdict records the policy it was
+	// written under.
+	Disclosure schema.Disclosure
 }
 
 // Controller grades submissions. It is safe for concurrent use.
@@ -92,6 +104,11 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 2
+	}
+	if cfg.Disclosure != "" {
+		if _, err := schema.ParseDisclosure(string(cfg.Disclosure)); err != nil {
+			return nil, fmt.Errorf("controller: Config.Disclosure: %w", err)
+		}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -176,6 +193,8 @@ type grade struct {
 	c    *Controller
 	task *task.Task
 	subm Submission
+	// disclosure is the policy of this grade's reasons.
+	disclosure schema.Disclosure
 	// presented is the digest of the submission bytes as presented; an
 	// ERROR before the canonical archive exists is bound to it.
 	presented *presented
@@ -225,8 +244,9 @@ func (c *Controller) Grade(ctx context.Context, t *task.Task, sub Submission) (*
 		return nil, fmt.Errorf("%w: %w", ErrCouldNotGrade, ctx.Err())
 	}
 	defer func() { <-c.sem }()
-	g := &grade{c: c, task: t, subm: sub, run: newRunID(), nonce: schema.NewNonce(), start: time.Now()}
-	g.event("setup", "grade started", "task", t.Spec.ID, "task_digest", t.Digest)
+	g := &grade{c: c, task: t, subm: sub, run: newRunID(), nonce: schema.NewNonce(), start: time.Now(),
+		disclosure: disclosure(c.cfg.Disclosure, t.Spec.Disclosure)}
+	g.event("setup", "grade started", "task", t.Spec.ID, "task_digest", t.Digest, "disclosure", string(g.disclosure))
 	v, archive, gradeErr := g.grade(ctx)
 	if gradeErr != nil {
 		g.event("error", "could not grade", "error", gradeErr.Error())
@@ -249,11 +269,34 @@ func (c *Controller) Grade(ctx context.Context, t *task.Task, sub Submission) (*
 	return res, nil
 }
 
+// disclosure resolves the harness's and the task's disclosure policies (see
+// Config.Disclosure): digest from either wins, then detailed from either,
+// then the default.
+func disclosure(harness, spec schema.Disclosure) schema.Disclosure {
+	switch {
+	case harness == schema.DisclosureDigest || spec == schema.DisclosureDigest:
+		return schema.DisclosureDigest
+	case harness == schema.DisclosureDetailed || spec == schema.DisclosureDetailed:
+		return schema.DisclosureDetailed
+	}
+	return schema.DisclosureDigest
+}
+
+// say picks the text of a reason by the grade's policy: digest must not
+// quote what a candidate chose, detailed may.
+func (g *grade) say(digest, detailed string) string {
+	if g.disclosure == schema.DisclosureDetailed {
+		return detailed
+	}
+	return digest
+}
+
 // skeleton returns the verdict fields the controller knows before judging.
 func (g *grade) skeleton(archive []byte) *schema.Verdict {
 	v := schema.New(schema.Task{ID: g.task.Spec.ID, Digest: g.task.Digest, Kind: g.task.Spec.Kind}, schema.TierStrict)
 	v.RunID = g.run
 	v.Nonce = g.nonce
+	v.Disclosure = g.disclosure
 	v.Controller = schema.Controller{Version: version.String(), Runtime: g.c.runtime}
 	v.Images = schema.Images{Candidate: g.c.runtimeID, Judge: g.c.judgeID}
 	v.Submission = schema.Submission{Kind: schema.SubmissionArchive, SHA256: digest(archive), Size: int64(len(archive))}
@@ -271,7 +314,11 @@ func (g *grade) errorVerdict(archive []byte, cause error) *schema.Verdict {
 	if errors.As(cause, &je) {
 		v.ReasonCode = je.code
 	}
-	v.Reason = schema.Excerpt([]byte(cause.Error()), 480)
+	// An error can quote a name from the submission or the task (a file
+	// the engine could not copy, the judge's complaint about a hidden
+	// file): under digest, only the grader's own words before it.
+	msg := cause.Error()
+	v.Reason = schema.Excerpt([]byte(g.say(schema.Redact(msg), msg)), 480)
 	return v
 }
 
@@ -315,14 +362,12 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 		return nil, nil, fmt.Errorf("admit submission: %w", errors.Join(ctx.Err(), err))
 	}
 	if err != nil {
-		var rej *firewall.RejectError
-		var miss *missingError
-		if errors.As(err, &rej) || errors.Is(err, firewall.ErrLimit) || errors.As(err, &miss) {
+		if why, ok := g.rejection(err); ok {
 			// The candidate's doing: a FAIL bound to the bytes it presented.
 			g.event("firewall", "submission rejected", "error", err.Error())
 			// Nothing ran: no image is named, and the digest is of the
 			// bytes presented, since no canonical archive exists.
-			v := g.failVerdict(nil, schema.ReasonRejectedArtifact, schema.DecidedByFirewall, err.Error())
+			v := g.failVerdict(nil, schema.ReasonRejectedArtifact, schema.DecidedByFirewall, why)
 			v.Submission = schema.Submission{Kind: schema.SubmissionArchive, SHA256: raw.sum, Size: raw.n}
 			v.Images = schema.Images{}
 			return v, nil, nil
@@ -331,8 +376,13 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	}
 	g.event("firewall", "submission admitted", "files", len(man.Files), "bytes", man.TotalBytes, "sha256", man.ArchiveSHA256)
 
-	// The judge's volume is prepared while the candidate runs.
+	// The judge's volume is prepared while the candidate runs. Cases that
+	// share one process are called in an order drawn from the nonce; the
+	// verdict records it.
 	meta := judge.Meta{Verdict: *g.skeleton(archive), Kind: t.Spec.Kind}
+	if t.Spec.Kind == schema.KindFunction && t.Spec.Isolation != task.PerCase {
+		meta.Verdict.CaseOrder = candidate.CallOrder(g.nonce, len(t.Cases.Cases))
+	}
 	type prepared struct {
 		vol       string
 		container *engine.Prepared
@@ -364,13 +414,16 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 
 	candStart := time.Now()
 	g.event("candidate", "candidate phase started", "image", c.runtimeID, "cases", len(t.Cases.Cases))
-	outs, err := candidate.Run(ctx, c.eng, candidate.Request{Run: g.run, Task: t, Image: c.runtimeID, Artifacts: archive})
+	outs, err := candidate.Run(ctx, c.eng, candidate.Request{Run: g.run, Task: t, Image: c.runtimeID, Artifacts: archive, Nonce: g.nonce})
 	g.timings.CandidateMS = time.Since(candStart).Milliseconds()
 	if err != nil {
 		return nil, archive, fmt.Errorf("candidate phase: %w", err)
 	}
 	// The candidate's volumes are removed while the judge works.
 	defer outs.Wait()
+	if !slices.Equal(outs.Order, meta.Verdict.CaseOrder) {
+		return nil, archive, fmt.Errorf("the candidate phase called the cases in an order (%v) other than the one the verdict records", outs.Order)
+	}
 	for i, oc := range outs.Cases {
 		g.event("candidate", "case ran", "case", t.Cases.Cases[i].ID, "exit", string(oc.Result.Exit),
 			"code", oc.Result.ExitCode, "ms", oc.Result.DurationMS, "stdout_bytes", len(oc.Stdout), "error", oc.Result.Error)
@@ -398,6 +451,43 @@ type missingError struct{ path string }
 
 func (e *missingError) Error() string {
 	return "declared artifact " + strconv.Quote(e.path) + " is missing"
+}
+
+// rejection reports whether err, from admitting the submission, is the
+// submission's fault, and the reason to record under the grade's policy.
+// The firewall's rejections and limits, a missing artifact, and anything
+// wrong with the presented workspace (a name that is not UTF-8, a special
+// file, an entry that cannot be read) are; a failure to write our own
+// spool file is not. Under digest the reason names the class of the
+// problem and its position, never a name the submission chose.
+func (g *grade) rejection(err error) (string, bool) {
+	var (
+		rej  *firewall.RejectError
+		miss *missingError
+		walk *tarball.WalkError
+	)
+	switch {
+	case errors.As(err, &rej):
+		digest := "firewall: rejected"
+		if rej.Err != nil {
+			digest = rej.Err.Error()
+		}
+		if rej.Entry != "" {
+			digest += fmt.Sprintf(": entry at byte %d", rej.Offset)
+		}
+		return g.say(digest, err.Error()), true
+	case errors.As(err, &walk):
+		// The path is the submission's to choose; the reason is ours.
+		return g.say("submission: the workspace holds an entry that cannot be submitted: "+schema.Redact(walk.Reason), err.Error()), true
+	case errors.Is(err, tarball.ErrWalk):
+		return g.say("submission: the workspace holds an entry that cannot be submitted", err.Error()), true
+	case errors.As(err, &miss):
+		// The path is the task's, declared in task.json.
+		return err.Error(), true
+	case errors.Is(err, firewall.ErrLimit):
+		return g.say(schema.Redact(err.Error()), err.Error()), true
+	}
+	return "", false
 }
 
 // submissionPolicy bounds a submission.
@@ -540,6 +630,12 @@ func addFile(tw *tar.Writer, name string, data []byte) error {
 	return err
 }
 
+// maxResultError bounds the note result.json carries about a case, far
+// below what the judge reads of a result, so that no text a candidate
+// influences (a file name quoted in a firewall rejection) can make a
+// trusted file too large for the judge.
+const maxResultError = 4 << 10
+
 // outputsArchive lays the candidate's outputs out as the judge reads them:
 // outputs/<i>/result.json (written here, trusted), stdout, stderr and
 // files/<name> (candidate bytes).
@@ -548,7 +644,9 @@ func outputsArchive(outs *candidate.Outputs) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	for i, oc := range outs.Cases {
 		dir := "outputs/" + strconv.Itoa(i) + "/"
-		rr, err := json.Marshal(oc.Result)
+		res := oc.Result
+		res.Error = truncateUTF8(res.Error, maxResultError)
+		rr, err := json.Marshal(res)
 		if err != nil {
 			return nil, err
 		}
@@ -609,14 +707,19 @@ func (g *grade) judge(ctx context.Context, vol string, prepared *engine.Prepared
 }
 
 // checkBinding makes sure the judge answered the question it was asked:
-// the same run, task, tier, submission, images, controller and nonce, one
-// record per case in task order, and an outcome that follows from them.
+// the same run, task, tier, submission, images, controller, nonce,
+// disclosure policy and call order, one record per case in task order, and
+// an outcome that follows from them.
 func (g *grade) checkBinding(v, want *schema.Verdict) error {
 	switch {
 	case v.Schema != want.Schema, v.RunID != want.RunID, v.Task != want.Task, v.Tier != want.Tier,
 		v.Submission != want.Submission, v.Images != want.Images, v.Controller != want.Controller,
 		v.Nonce != want.Nonce, v.Compat != nil:
 		return errors.New("verdict does not match the run it was asked to judge")
+	case v.Disclosure != want.Disclosure:
+		return fmt.Errorf("verdict written under disclosure policy %q, asked for %q", v.Disclosure, want.Disclosure)
+	case !slices.Equal(v.CaseOrder, want.CaseOrder):
+		return errors.New("verdict records another call order than the one the candidate was called in")
 	}
 	cases := g.task.Cases.Cases
 	if len(v.Cases) != len(cases) {
@@ -682,4 +785,16 @@ func (p *presented) spool(r io.Reader, limit int64) (*os.File, error) {
 
 func sortedKeys(m map[string][]byte) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// truncateUTF8 shortens s to at most n bytes without splitting a
+// character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/strictgrade/strictgrade/attest"
+	"github.com/strictgrade/strictgrade/candidate"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
@@ -353,6 +355,164 @@ def solve(numbers):
 	res := grade(t, tk, controller.Submission{Dir: sub})
 	if res.Verdict.Outcome != schema.OutcomePass {
 		t.Fatalf("state leaked between per-case containers: %s %+v", res.Verdict.Reason, res.Verdict.Cases)
+	}
+	if res.Verdict.CaseOrder != nil {
+		t.Errorf("per-case containers record a call order: %v", res.Verdict.CaseOrder)
+	}
+}
+
+// copyTask copies an example task into a temporary directory, lets edit
+// change its spec, and loads the copy.
+func copyTask(t *testing.T, name string, edit func(spec map[string]any)) *task.Task {
+	t.Helper()
+	src := loadTask(t, name)
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(src.Dir)); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, task.SpecFile)
+	data, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec map[string]any
+	if err := json.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	edit(spec)
+	if data, err = json.Marshal(spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(specPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// withLib declares a directory artifact, lib, next to solution.py.
+func withLib(spec map[string]any) { spec["artifacts"] = []string{"solution.py", "lib"} }
+
+// TestWorkspaceWalkFailureIsRejection: a declared directory holding an
+// entry the host cannot submit (here a sub-directory whose name is not
+// valid UTF-8) is the submission's FAIL, signed, and never an ERROR; under
+// the default policy the reason does not quote the name.
+func TestWorkspaceWalkFailureIsRejection(t *testing.T) {
+	t.Parallel()
+	tk := copyTask(t, "sum", withLib)
+	dir := writeSub(t, map[string]string{"solution.py": "def solve(n):\n    return sum(n)\n", "lib/util.py": "X = 1\n"})
+	bad := filepath.Join(dir, "lib", "chosen-Zx81-\xff\xfe")
+	if err := os.Mkdir(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "inner.py"), []byte("Y = 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := grade(t, tk, controller.Submission{Dir: dir})
+	v := res.Verdict
+	if v.Outcome != schema.OutcomeFail || v.ReasonCode != schema.ReasonRejectedArtifact {
+		t.Fatalf("verdict %s %s (%s), want FAIL rejected_artifact", v.Outcome, v.ReasonCode, v.Reason)
+	}
+	if res.Archive != nil || v.Images != (schema.Images{}) {
+		t.Errorf("a rejected submission ran: archive %d bytes, images %+v", len(res.Archive), v.Images)
+	}
+	for _, c := range v.Cases {
+		if c.Outcome != schema.OutcomeFail || c.DecidedBy != schema.DecidedByFirewall || c.Exit != schema.ExitNotRun {
+			t.Errorf("case %+v", c)
+		}
+	}
+	if strings.Contains(v.Reason, "Zx81") || !strings.Contains(v.Reason, "not valid UTF-8") {
+		t.Errorf("reason %q: want the problem without the name", v.Reason)
+	}
+}
+
+// TestDisclosureOfVerdicts grades one wrong solution whose workspace also
+// holds a link the firewall refuses, under each combination of the
+// harness's and the task's disclosure policy.
+func TestDisclosureOfVerdicts(t *testing.T) {
+	t.Parallel()
+	detailedCtrl, err := controller.New(t.Context(), controller.Config{Engine: eng, Signer: signer, Disclosure: schema.DisclosureDetailed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := controller.New(t.Context(), controller.Config{Engine: eng, Signer: signer, Disclosure: "verbose"}); err == nil {
+		t.Error("New accepted an unknown disclosure policy")
+	}
+	wrong := filepath.Join("..", "examples", "sum", "solutions", "wrong")
+	taskDigest := copyTask(t, "sum", func(spec map[string]any) { spec["disclosure"] = "digest" })
+	taskDetailed := copyTask(t, "sum", func(spec map[string]any) { spec["disclosure"] = "detailed" })
+	plain := loadTask(t, "sum")
+	for _, tt := range []struct {
+		name string
+		ctrl *controller.Controller
+		tk   *task.Task
+		want schema.Disclosure
+	}{
+		{"defaults", ctrl, plain, schema.DisclosureDigest},
+		{"task opts in", ctrl, taskDetailed, schema.DisclosureDetailed},
+		{"harness opts in", detailedCtrl, plain, schema.DisclosureDetailed},
+		{"task insists on digest", detailedCtrl, taskDigest, schema.DisclosureDigest},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := tt.ctrl.Grade(t.Context(), tt.tk, controller.Submission{Dir: wrong})
+			if err != nil {
+				t.Fatal(err)
+			}
+			verify(t, tt.tk, res)
+			assertClean(t, res.Verdict.RunID)
+			v := res.Verdict
+			if v.Outcome != schema.OutcomeFail || v.Disclosure != tt.want {
+				t.Fatalf("verdict %s under %q, want FAIL under %q", v.Outcome, v.Disclosure, tt.want)
+			}
+			for _, c := range v.Cases {
+				if c.Outcome != schema.OutcomeFail {
+					continue
+				}
+				quotes := strings.Contains(c.Reason, `got "`)
+				if quotes != (tt.want == schema.DisclosureDetailed) {
+					t.Errorf("case %s under %s: %q", c.ID, tt.want, c.Reason)
+				}
+			}
+		})
+	}
+	t.Run("firewall rejection", func(t *testing.T) {
+		tk := copyTask(t, "sum", withLib)
+		for _, c := range []*controller.Controller{ctrl, detailedCtrl} {
+			dir := writeSub(t, map[string]string{"solution.py": "def solve(n):\n    return sum(n)\n", "lib/util.py": "X = 1\n"})
+			if err := os.Symlink("/etc/hostname", filepath.Join(dir, "lib", "chosen-Zx81")); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Grade(t.Context(), tk, controller.Submission{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			verify(t, tk, res)
+			v := res.Verdict
+			if v.Outcome != schema.OutcomeFail || v.ReasonCode != schema.ReasonRejectedArtifact || !strings.Contains(v.Reason, "firewall: symlink") {
+				t.Fatalf("verdict %s %s (%s)", v.Outcome, v.ReasonCode, v.Reason)
+			}
+			if named := strings.Contains(v.Reason, "Zx81"); named != (v.Disclosure == schema.DisclosureDetailed) {
+				t.Errorf("under %s the reason is %q", v.Disclosure, v.Reason)
+			}
+		}
+	})
+}
+
+// TestCallOrderRecorded: a function task whose cases share one process
+// records the order they were called in, derived from the nonce.
+func TestCallOrderRecorded(t *testing.T) {
+	t.Parallel()
+	tk := loadTask(t, "sum")
+	res := grade(t, tk, controller.Submission{Dir: filepath.Join("..", "examples", "sum", "solutions", "honest")})
+	v := res.Verdict
+	if v.Outcome != schema.OutcomePass {
+		t.Fatalf("honest grade: %s %s", v.Outcome, v.Reason)
+	}
+	if want := candidate.CallOrder(v.Nonce, len(tk.Cases.Cases)); !slices.Equal(v.CaseOrder, want) {
+		t.Errorf("case_order %v, want %v", v.CaseOrder, want)
 	}
 }
 

@@ -10,9 +10,6 @@ import (
 	"github.com/strictgrade/strictgrade/schema"
 )
 
-// MaxCases is the most cases a task may have (the verdict schema's limit).
-const MaxCases = 10000
-
 // Cases is a task's hidden cases: hidden/cases.json. It lives in the
 // task's hidden directory, which only the judge container sees whole.
 type Cases struct {
@@ -34,6 +31,7 @@ type Cases struct {
 //     (optional).
 type Case struct {
 	// ID names the case in the verdict: 1 to 64 of [A-Za-z0-9._-], unique.
+	// A verdict quotes it under every disclosure policy.
 	ID string `json:"id"`
 
 	// Args is a JSON array of positional arguments (function).
@@ -178,10 +176,10 @@ func checkComparator(c Comparator, kind schema.TaskKind) error {
 	return nil
 }
 
-// checkID enforces [A-Za-z0-9._-]{1,64}.
+// checkID enforces [A-Za-z0-9._-]{1,64} (maxIDLen).
 func checkID(id string) error {
-	if id == "" || len(id) > 64 {
-		return fmt.Errorf("%s must be 1 to 64 characters", quoteString(id))
+	if id == "" || len(id) > maxIDLen {
+		return fmt.Errorf("%s must be 1 to %d characters", quoteString(id), maxIDLen)
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]

@@ -157,7 +157,7 @@ func TestLoadCasesTooMany(t *testing.T) {
 	}
 	b.WriteString(`]}`)
 	_, err := LoadCases([]byte(b.String()), schema.KindCommand)
-	if !errors.Is(err, ErrCases) || !strings.Contains(err.Error(), "more than the limit of 10000") {
+	if !errors.Is(err, ErrCases) || !strings.Contains(err.Error(), "more than the limit of "+strconv.Itoa(MaxCases)) {
 		t.Fatalf("err = %v", err)
 	}
 }

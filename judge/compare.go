@@ -111,118 +111,72 @@ type Result struct {
 	Equal bool `json:"equal"`
 	// DecidedBy is the comparator kind (a schema.DecidedBy* value).
 	DecidedBy string `json:"decided_by"`
-	// Reason describes the first difference; empty when Equal. Candidate
-	// text in it is escaped and truncated; expected values are never
-	// quoted. It always satisfies the verdict schema's rules for a case
-	// reason.
+	// Reason describes the first difference, under the disclosure policy
+	// the comparison was made for; empty when Equal. It never quotes an
+	// expected value, and always satisfies the verdict schema's rules for
+	// a case reason.
 	Reason string `json:"reason,omitempty"`
 }
 
-// Compare compares a candidate output (got) with the expected one (want).
-// It is deterministic, never panics, and bounds its work by the sizes of
-// its inputs. An invalid comparator or an unusable expected value makes the
-// result unequal, with a reason saying so; the judge checks both before it
-// compares, so in a verdict an unequal result always means the candidate.
+// Compare compares a candidate output (got) with the expected one (want)
+// and explains a difference under the default disclosure policy
+// (schema.DisclosureDigest): where the output first differs, in positions
+// of got, and got's length and sha256 prefix. It is deterministic, never
+// panics, and bounds its work by the sizes of its inputs. An invalid
+// comparator or an unusable expected value makes the result unequal, with
+// a reason saying so; the judge checks both before it compares, so in a
+// verdict an unequal result always means the candidate.
 func Compare(c Comparator, got, want []byte) Result {
-	if err := c.Validate(); err != nil {
-		return Result{DecidedBy: "comparator", Reason: clampText(err.Error(), maxCaseReason)}
-	}
-	r, err := compare(c, got, want)
-	if err != nil {
-		return Result{DecidedBy: c.Kind, Reason: clampText(err.Error(), maxCaseReason)}
-	}
-	return r
+	return CompareFor(schema.DisclosureDigest, c, got, want)
 }
 
-// compare is Compare for a valid comparator. The error, wrapping
+// CompareFor is Compare with the reason written under policy d:
+// schema.DisclosureDetailed also quotes got (escaped, truncated) and
+// states expected lengths, types and counts, for a human debugging a task.
+func CompareFor(d schema.Disclosure, c Comparator, got, want []byte) Result {
+	if err := c.Validate(); err != nil {
+		return Result{DecidedBy: "comparator", Reason: clampText(err.Error(), maxCaseReasonBytes)}
+	}
+	f, err := compare(c, got, want)
+	switch {
+	case err != nil:
+		return Result{DecidedBy: c.Kind, Reason: clampText(err.Error(), maxCaseReasonBytes)}
+	case f == nil:
+		return Result{Equal: true, DecidedBy: c.Kind}
+	}
+	return Result{DecidedBy: c.Kind, Reason: clampText(mainOutput.reason(effective(d), f, got), maxCaseReasonBytes)}
+}
+
+// compare compares with a valid comparator and returns the first
+// difference, or nil when the outputs are equal. The error, wrapping
 // ErrExpected, means want cannot be compared against at all.
-func compare(c Comparator, got, want []byte) (Result, error) {
-	var (
-		reason string
-		err    error
-	)
+func compare(c Comparator, got, want []byte) (*finding, error) {
 	switch c.Kind {
 	case KindExact:
-		reason = compareExact(got, want)
+		return compareExact(got, want), nil
 	case KindLines:
-		reason = compareLines(got, want, c.IgnoreCase)
+		return compareLines(got, want, c.IgnoreCase), nil
 	case KindTokens:
-		reason = compareTokens(got, want, c.IgnoreCase)
+		return compareTokens(got, want, c.IgnoreCase), nil
 	case KindUnorderedLines:
-		reason = compareUnorderedLines(got, want, c.IgnoreCase)
+		return compareUnorderedLines(got, want, c.IgnoreCase), nil
 	case KindNumbers:
-		reason, err = compareNumbers(got, want, c.tolerance())
+		return compareNumbers(got, want, c.tolerance())
 	case KindJSON:
-		reason, err = compareJSONBytes(c, got, want)
+		return compareJSONBytes(c, got, want)
 	case KindCSV:
-		reason, err = compareCSV(got, want, c)
-	default:
-		return Result{}, fmt.Errorf("%w: kind %q", ErrComparator, c.Kind)
+		return compareCSV(got, want, c)
 	}
-	if err != nil {
-		return Result{}, err
-	}
-	return result(c.Kind, reason), nil
+	return nil, fmt.Errorf("%w: kind %q", ErrComparator, c.Kind)
 }
 
-// result makes a Result from a reason; an empty reason means equal.
-func result(kind, reason string) Result {
-	if reason == "" {
-		return Result{Equal: true, DecidedBy: kind}
-	}
-	return Result{DecidedBy: kind, Reason: clampText(reason, maxCaseReason)}
-}
+// excerptLen is how much candidate text a detailed reason quotes.
+const excerptLen = 64
 
-// Lengths of texts that end up in a verdict (the schema's maxLength, in
-// characters, less a margin for prefixes).
-const (
-	maxCaseReason    = 480
-	maxVerdictReason = 1000
-	excerptLen       = 64
-)
-
-// quote escapes and truncates candidate text for a reason.
+// quote escapes and truncates candidate text for a detailed reason.
 func quote(b []byte) string { return schema.Excerpt(b, excerptLen) }
 
 func quoteString(s string) string { return schema.Excerpt([]byte(s), excerptLen) }
-
-// clampText makes s safe for a verdict text field: characters the schema
-// forbids (controls, line separators, bidirectional overrides) and invalid
-// UTF-8 become escapes, and the result is at most max characters.
-func clampText(s string, max int) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case forbiddenInText(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	out := b.String()
-	if utf8.RuneCountInString(out) <= max {
-		return out
-	}
-	n := 0
-	for i := range out {
-		if n == max-1 {
-			return out[:i] + "…"
-		}
-		n++
-	}
-	return out
-}
-
-// forbiddenInText matches the characters the verdict schema's "text" rule
-// excludes.
-func forbiddenInText(r rune) bool {
-	return r <= 0x1f || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029 ||
-		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
-}
 
 // plural formats a count with a noun: "1 line", "2 lines".
 func plural(n int, noun string) string {
@@ -233,23 +187,22 @@ func plural(n int, noun string) string {
 }
 
 // compareExact compares bytes.
-func compareExact(got, want []byte) string {
+func compareExact(got, want []byte) *finding {
 	if bytes.Equal(got, want) {
-		return ""
+		return nil
 	}
 	i := 0
 	for i < len(got) && i < len(want) && got[i] == want[i] {
 		i++
 	}
-	line := bytes.Count(got[:i], []byte{'\n'}) + 1
-	if i == len(got) {
-		return fmt.Sprintf("output ends early: %s, want %s", plural(len(got), "byte"), plural(len(want), "byte"))
+	where := fmt.Sprintf("byte %d (line %d)", i, bytes.Count(got[:i], []byte{'\n'})+1)
+	switch {
+	case i == len(got):
+		return differsAt(where, fmt.Sprintf("output ends early: %s, want %s", plural(len(got), "byte"), plural(len(want), "byte")))
+	case i == len(want):
+		return differsAt(where, fmt.Sprintf("%s: unexpected extra output %s", where, quote(got[i:])))
 	}
-	where := fmt.Sprintf("byte %d (line %d)", i, line)
-	if i == len(want) {
-		return fmt.Sprintf("%s: unexpected extra output %s", where, quote(got[i:]))
-	}
-	return fmt.Sprintf("%s: got %s", where, quote(got[i:]))
+	return differsAt(where, fmt.Sprintf("%s: got %s", where, quote(got[i:])))
 }
 
 // asciiSpace reports whether c is ASCII white space.
@@ -323,20 +276,21 @@ func textEqual(a, b []byte, ignoreCase bool) bool {
 }
 
 // compareLines compares line by line.
-func compareLines(got, want []byte, ignoreCase bool) string {
+func compareLines(got, want []byte, ignoreCase bool) *finding {
 	g, w := newLineReader(got), newLineReader(want)
 	for n := 1; ; n++ {
 		gl, gok := g.next()
 		wl, wok := w.next()
+		where := "line " + strconv.Itoa(n)
 		switch {
 		case !gok && !wok:
-			return ""
+			return nil
 		case !gok:
-			return fmt.Sprintf("output ends early: got %s, want %s", plural(n-1, "line"), plural(n+w.count(), "line"))
+			return differsAt(where, fmt.Sprintf("output ends early: got %s, want %s", plural(n-1, "line"), plural(n+w.count(), "line")))
 		case !wok:
-			return fmt.Sprintf("line %d: unexpected extra line %s", n, quote(gl))
+			return differsAt(where, fmt.Sprintf("%s: unexpected extra line %s", where, quote(gl)))
 		case !textEqual(gl, wl, ignoreCase):
-			return fmt.Sprintf("line %d: got %s", n, quote(gl))
+			return differsAt(where, fmt.Sprintf("%s: got %s", where, quote(gl)))
 		}
 	}
 }
@@ -370,28 +324,29 @@ func (r *tokenReader) count() int {
 }
 
 // compareTokens compares white-space-separated tokens.
-func compareTokens(got, want []byte, ignoreCase bool) string {
+func compareTokens(got, want []byte, ignoreCase bool) *finding {
 	g, w := &tokenReader{got}, &tokenReader{want}
 	for n := 1; ; n++ {
 		gt, gok := g.next()
 		wt, wok := w.next()
+		where := "token " + strconv.Itoa(n)
 		switch {
 		case !gok && !wok:
-			return ""
+			return nil
 		case !gok:
-			return fmt.Sprintf("output ends early: got %s, want %s", plural(n-1, "token"), plural(n+w.count(), "token"))
+			return differsAt(where, fmt.Sprintf("output ends early: got %s, want %s", plural(n-1, "token"), plural(n+w.count(), "token")))
 		case !wok:
-			return fmt.Sprintf("token %d: unexpected extra token %s", n, quote(gt))
+			return differsAt(where, fmt.Sprintf("%s: unexpected extra token %s", where, quote(gt)))
 		case !textEqual(gt, wt, ignoreCase):
-			return fmt.Sprintf("token %d: got %s", n, quote(gt))
+			return differsAt(where, fmt.Sprintf("%s: got %s", where, quote(gt)))
 		}
 	}
 }
 
 // compareUnorderedLines compares the multisets of lines (normalised as for
 // lines). It reports the first candidate line, in output order, that the
-// expected lines cannot account for.
-func compareUnorderedLines(got, want []byte, ignoreCase bool) string {
+// expected lines cannot account for, or else the end of the output.
+func compareUnorderedLines(got, want []byte, ignoreCase bool) *finding {
 	key := func(b []byte) string {
 		if ignoreCase {
 			return string(foldCase(b))
@@ -411,14 +366,14 @@ func compareUnorderedLines(got, want []byte, ignoreCase bool) string {
 		nGot++
 		k := key(l)
 		if counts[k] == 0 {
-			return fmt.Sprintf("line %d: %s is not expected (or appears more often than expected)", nGot, quote(l))
+			return differsAt("line "+strconv.Itoa(nGot), fmt.Sprintf("line %d: %s is not expected (or appears more often than expected)", nGot, quote(l)))
 		}
 		counts[k]--
 	}
 	if nGot != nWant {
-		return fmt.Sprintf("output ends early: got %s, want %s", plural(nGot, "line"), plural(nWant, "line"))
+		return differsAt("line "+strconv.Itoa(nGot+1), fmt.Sprintf("output ends early: got %s, want %s", plural(nGot, "line"), plural(nWant, "line")))
 	}
-	return ""
+	return nil
 }
 
 // checkExpected reports, as an error wrapping ErrExpected, an expected

@@ -1,12 +1,15 @@
 package judge
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/strictgrade/strictgrade/schema"
 )
 
 // compareCase is one row of a comparator table.
@@ -23,6 +26,12 @@ type compareCase struct {
 // textRule is the verdict schema's rule for text fields.
 var textRule = regexp.MustCompile("^[^\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$")
 
+// digestReason is everything a comparison's reason may say under the
+// digest policy: a fixed phrase, a position in the candidate's output, and
+// the output's length and sha256 prefix.
+var digestReason = regexp.MustCompile(`^(first difference|not valid (JSON|CSV)( \([A-Za-z0-9 -]+\))?)` +
+	`( at [a-z0-9 ,$\[\]#.()…]+)?; output \d+ bytes?, sha256 [0-9a-f]{12}$`)
+
 // assertResult asserts what every Result must satisfy.
 func assertResult(t *testing.T, r Result, c Comparator) {
 	t.Helper()
@@ -35,11 +44,13 @@ func assertResult(t *testing.T, r Result, c Comparator) {
 	if !textRule.MatchString(r.Reason) || !utf8.ValidString(r.Reason) {
 		t.Errorf("reason breaks the schema's text rule: %q", r.Reason)
 	}
-	if n := utf8.RuneCountInString(r.Reason); n > maxCaseReason {
-		t.Errorf("reason has %d characters, more than %d", n, maxCaseReason)
+	if n := encodedLen(r.Reason); n > maxCaseReasonBytes {
+		t.Errorf("reason takes %d bytes, more than %d", n, maxCaseReasonBytes)
 	}
 }
 
+// runCompareTable checks each row's detailed reason, and that the digest
+// reason of the same comparison says nothing but a position and a summary.
 func runCompareTable(t *testing.T, tests []compareCase) {
 	t.Helper()
 	for _, tt := range tests {
@@ -47,7 +58,7 @@ func runCompareTable(t *testing.T, tests []compareCase) {
 			if err := tt.c.Validate(); err != nil {
 				t.Fatalf("comparator: %v", err)
 			}
-			r := Compare(tt.c, []byte(tt.got), []byte(tt.want))
+			r := CompareFor(schema.DisclosureDetailed, tt.c, []byte(tt.got), []byte(tt.want))
 			assertResult(t, r, tt.c)
 			if r.Equal != tt.equal {
 				t.Fatalf("Compare(%q, %q) = %+v, want equal %v", tt.got, tt.want, r, tt.equal)
@@ -55,8 +66,16 @@ func runCompareTable(t *testing.T, tests []compareCase) {
 			if !tt.equal && !strings.Contains(r.Reason, tt.reason) {
 				t.Errorf("reason %q does not contain %q", r.Reason, tt.reason)
 			}
-			if again := Compare(tt.c, []byte(tt.got), []byte(tt.want)); again != r {
+			if again := CompareFor(schema.DisclosureDetailed, tt.c, []byte(tt.got), []byte(tt.want)); again != r {
 				t.Errorf("not deterministic: %+v then %+v", r, again)
+			}
+			d := Compare(tt.c, []byte(tt.got), []byte(tt.want))
+			assertResult(t, d, tt.c)
+			if d.Equal != r.Equal {
+				t.Fatalf("the policy changed the outcome: %+v and %+v", d, r)
+			}
+			if !d.Equal && !digestReason.MatchString(d.Reason) {
+				t.Errorf("digest reason %q says more than a position and a summary", d.Reason)
 			}
 		})
 	}
@@ -262,11 +281,20 @@ func TestClampText(t *testing.T) {
 		{"a\nb", `a\u000ab`},
 		{"x\u202ey", `x\u202ey`},
 		{"\xff", `\xff`},
-		{strings.Repeat("é", 12), strings.Repeat("é", 9) + "…"},
-		{strings.Repeat("é", 10), strings.Repeat("é", 10)},
+		{strings.Repeat("é", 6), "ééé…"},
+		{strings.Repeat("é", 5), strings.Repeat("é", 5)},
+		{`a"b"c"d"e`, `a"b"c…`},
+		{"😀😀😀", "😀…"},
+		{strings.Repeat("x", 11), strings.Repeat("x", 7) + "…"},
 	} {
-		if got := clampText(tt.in, 10); got != tt.want {
+		got := clampText(tt.in, 10)
+		if got != tt.want {
 			t.Errorf("clampText(%q, 10) = %q, want %q", tt.in, got, tt.want)
+		}
+		// The bound is on the bytes schema.Marshal writes.
+		enc, err := json.Marshal(got)
+		if err != nil || len(enc)-2 > 10 || len(enc)-2 != encodedLen(got) {
+			t.Errorf("clampText(%q, 10) = %q encodes to %d bytes (%v)", tt.in, got, len(enc)-2, err)
 		}
 	}
 }

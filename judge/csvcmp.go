@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -58,46 +59,58 @@ func readExpectedCSV(want []byte, c Comparator) ([][]string, error) {
 // whose expected text is a number (see parseNumber) is compared as a
 // number; any other cell as text. The header row, with csv_header, is
 // compared exactly.
-func compareCSV(got, want []byte, c Comparator) (string, error) {
+func compareCSV(got, want []byte, c Comparator) (*finding, error) {
 	wrows, err := readExpectedCSV(want, c)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	t := c.tolerance()
 	g := newCSVReader(got)
 	g.ReuseRecord = true
 	for r := 0; ; r++ {
 		row, err := g.Read()
+		rowAt := "row " + strconv.Itoa(r+1)
 		if errors.Is(err, io.EOF) {
 			if r < len(wrows) {
-				return fmt.Sprintf("output ends early: got %s, want %d", plural(r, "row"), len(wrows)), nil
+				return differsAt(rowAt, fmt.Sprintf("output ends early: got %s, want %d", plural(r, "row"), len(wrows))), nil
 			}
-			return "", nil
+			return nil, nil
 		}
 		if err != nil {
-			return "not valid CSV: " + csvError(err), nil
+			return csvSyntax(err), nil
 		}
 		if r >= len(wrows) {
-			return fmt.Sprintf("row %d: unexpected extra row", r+1), nil
+			return differsAt(rowAt, rowAt+": unexpected extra row"), nil
 		}
 		wrow := wrows[r]
 		if len(row) != len(wrow) {
-			return fmt.Sprintf("row %d: got %s, want %d", r+1, plural(len(row), "column"), len(wrow)), nil
+			return differsAt(rowAt, fmt.Sprintf("%s: got %s, want %d", rowAt, plural(len(row), "column"), len(wrow))), nil
 		}
 		header := r == 0 && c.CSVHeader
 		for col := range row {
-			where := fmt.Sprintf("row %d, column %d", r+1, col+1)
+			where := fmt.Sprintf("%s, column %d", rowAt, col+1)
 			if header {
 				if row[col] != wrow[col] {
-					return fmt.Sprintf("%s (header): got %s", where, quoteString(row[col])), nil
+					return differsAt(where, fmt.Sprintf("%s (header): got %s", where, quoteString(row[col]))), nil
 				}
 				continue
 			}
 			if why := compareCell(row[col], wrow[col], t, c.IgnoreCase); why != "" {
-				return where + ": " + why, nil
+				return differsAt(where, where+": "+why), nil
 			}
 		}
 	}
+}
+
+// csvSyntax describes candidate text that is not CSV: a position and the
+// parser's fixed description, never the text.
+func csvSyntax(err error) *finding {
+	f := &finding{what: "not valid CSV", detail: "not valid CSV: " + csvError(err)}
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		f.at = fmt.Sprintf("line %d, column %d", pe.Line, pe.Column)
+	}
+	return f
 }
 
 // compareCell compares one data cell; "" means equal.

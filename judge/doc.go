@@ -24,9 +24,21 @@
 //
 // Every comparator is deterministic, bounded in time and memory, never
 // panics, and explains a difference in a short Reason that points at the
-// first difference and quotes candidate text only escaped and truncated
-// (schema.Excerpt). Reasons never quote expected values, so a verdict
-// shown to an agent does not leak the hidden answers.
+// first difference. How much a reason says is the verdict's disclosure
+// policy (schema.Disclosure), which the controller sets in meta.json and
+// the verdict records. Under the default, digest, a reason names the check
+// that decided and where the candidate's output first differs, in
+// positions of that output only (byte offset, line, token, row and column,
+// or a JSON path of array indices and key ranks such as $[2].#1), and
+// describes the candidate's bytes by their length and a sha256 prefix
+// (schema.Summary): it quotes no candidate text, which could echo a hidden
+// input, and states nothing about the expected output, not even its
+// length, type or keys. Under detailed, for human debugging, reasons also
+// quote candidate text escaped and truncated (schema.Excerpt) and state
+// expected lengths, types and counts. Under neither does a reason quote an
+// expected value or an expected object key. A verdict is bounded in size
+// for every task LoadCases accepts (MaxCases), so that no candidate can
+// make it too large to sign.
 //
 // Cases and LoadCases define a task's hidden cases (hidden/cases.json).
 // ReadInput reads what the controller puts into the judge's read-only volume

@@ -79,8 +79,15 @@ func FuzzCompare(f *testing.F) {
 		if r.DecidedBy != c.Kind {
 			t.Fatalf("DecidedBy %q, want %q", r.DecidedBy, c.Kind)
 		}
-		if !utf8.ValidString(r.Reason) || !textRule.MatchString(r.Reason) || utf8.RuneCountInString(r.Reason) > maxCaseReason {
+		if !utf8.ValidString(r.Reason) || !textRule.MatchString(r.Reason) || encodedLen(r.Reason) > maxCaseReasonBytes {
 			t.Fatalf("unsafe reason %q", r.Reason)
+		}
+		if !r.Equal && checkExpected(c, want) == nil && !digestReason.MatchString(r.Reason) {
+			t.Fatalf("digest reason %q says more than a position and a summary", r.Reason)
+		}
+		detailed := CompareFor(schema.DisclosureDetailed, c, got, want)
+		if detailed.Equal != r.Equal || !textRule.MatchString(detailed.Reason) || encodedLen(detailed.Reason) > maxCaseReasonBytes {
+			t.Fatalf("detailed result %+v for digest result %+v", detailed, r)
 		}
 		if again := Compare(c, got, want); again != r {
 			t.Fatalf("not deterministic: %+v then %+v", r, again)
@@ -145,6 +152,9 @@ func FuzzJudgeValue(f *testing.F) {
 			t.Fatalf("Judge: %v", err)
 		}
 		mustValidate(t, v)
+		if r := v.Cases[0].Reason; !digestText.MatchString(r) {
+			t.Fatalf("the default policy's reason %q quotes text", r)
+		}
 		if v.Outcome != schema.OutcomePass {
 			return
 		}

@@ -53,6 +53,8 @@ type fixture struct {
 	outs   []out
 	// meta, if set, replaces the controller's meta.json.
 	meta string
+	// disclosure, if set, is the skeleton's disclosure policy.
+	disclosure schema.Disclosure
 }
 
 // write lays the fixture out under a new temporary directory, the way the
@@ -72,7 +74,11 @@ func (f fixture) write(t testing.TB) string {
 	}
 	meta := f.meta
 	if meta == "" {
-		b, err := json.Marshal(Meta{Verdict: skeleton(f.kind), Kind: f.kind})
+		v := skeleton(f.kind)
+		if f.disclosure != "" {
+			v.Disclosure = f.disclosure
+		}
+		b, err := json.Marshal(Meta{Verdict: v, Kind: f.kind})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,23 +17,41 @@ import (
 // DefaultRoot is where the judge's input volume is mounted.
 const DefaultRoot = "/judge"
 
-// Read limits of ReadInput.
+// Read limits of ReadInput. Trusted inputs and candidate outputs never
+// share a budget, so that no output can leave the judge without room for a
+// file it needs.
 const (
 	// MaxFileSize is the most the judge reads of one file.
 	MaxFileSize = 16 << 20
-	// MaxInputSize is the most the judge reads in all.
-	MaxInputSize = 64 << 20
+	// MaxHiddenSize is the most it reads of the task's hidden files
+	// (cases.json and expected files) in all.
+	MaxHiddenSize = 64 << 20
+	// MaxOutputsSize is the most it reads of candidate outputs in all. An
+	// output larger than what is left of it fails its case (output_limit).
+	MaxOutputsSize = 64 << 20
 
+	// meta.json and each result.json have limits of their own; a result
+	// is decoded and dropped, so their number (at most MaxCases) bounds
+	// what they hold.
 	maxMetaSize   = 1 << 20
 	maxResultSize = 64 << 10
 )
+
+// limits are the read limits of one ReadInput; tests shrink them.
+type limits struct {
+	file, hidden, outputs int64
+}
+
+var defaultLimits = limits{file: MaxFileSize, hidden: MaxHiddenSize, outputs: MaxOutputsSize}
 
 // Meta is <root>/meta.json, written by the controller.
 type Meta struct {
 	// Verdict is the skeleton of the verdict: everything only the
 	// controller knows (schema, run id, task, tier, submission, images,
-	// controller, nonce, timings). Judge fills in the outcome, the
-	// reasons, the cases and the tests hash.
+	// controller, nonce, timings, the disclosure policy the reasons must
+	// be written under, and the order the cases were called in). Judge
+	// fills in the outcome, the reasons, the cases and the tests hash,
+	// and keeps the rest as it is.
 	Verdict schema.Verdict `json:"verdict"`
 	// Kind is the task kind: function, command or data.
 	Kind schema.TaskKind `json:"kind"`
@@ -91,9 +109,11 @@ type Output struct {
 // Blob is candidate bytes.
 type Blob struct {
 	Data []byte
-	// TooLarge says the file was larger than the judge reads (MaxFileSize,
-	// or what remained of MaxInputSize); Data is then empty.
+	// TooLarge says the file was larger than Limit, the most the judge
+	// would read of it (MaxFileSize, or what remained of MaxOutputsSize);
+	// Data is then empty.
 	TooLarge bool
+	Limit    int64
 }
 
 // Names inside the input root.
@@ -122,22 +142,27 @@ const (
 //	outputs/<i>/files/<name>        data: candidate output files
 //	outputs/<i>/files/value.json    function: the shim's record
 //
-// Every read is bounded (MaxFileSize per file, MaxInputSize in all, less
-// for meta.json and result.json), never by a size the file system
-// declares, and never follows a symbolic link. Trusted files (meta.json,
-// cases.json, expected files, result.json) that are missing, malformed or
-// too large are an error wrapping ErrInput, ErrCases or ErrTooLarge.
-// Candidate files never cause an error: one that is missing, not a
-// regular file or too large is recorded as such and fails its case.
-func ReadInput(root string) (*Input, error) {
+// Every read is bounded, never by a size the file system declares, and
+// never follows a symbolic link: MaxFileSize per file (less for meta.json
+// and result.json), MaxHiddenSize for the hidden files in all, and
+// MaxOutputsSize for candidate outputs in all. Every trusted file is read
+// before any candidate output, and the two never share a budget. Trusted
+// files (meta.json, cases.json, expected files, result.json) that are
+// missing, malformed or too large are an error wrapping ErrInput, ErrCases
+// or ErrTooLarge. Candidate files never cause an error: one that is
+// missing, not a regular file or too large is recorded as such and fails
+// its case.
+func ReadInput(root string) (*Input, error) { return readInput(root, defaultLimits) }
+
+func readInput(root string, lim limits) (*Input, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	defer r.Close()
-	rd := &reader{root: r, left: MaxInputSize}
+	rd := &reader{root: r, file: lim.file, hidden: lim.hidden, outputs: lim.outputs}
 
-	data, err := rd.trusted(MetaFile, maxMetaSize)
+	data, err := rd.trusted(MetaFile, maxMetaSize, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +170,7 @@ func ReadInput(root string) (*Input, error) {
 	if _, err := decodeStrict(data, &in.Meta); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInput, MetaFile, err)
 	}
-	if data, err = rd.trusted(hiddenCases, MaxFileSize); err != nil {
+	if data, err = rd.trusted(hiddenCases, rd.file, &rd.hidden); err != nil {
 		return nil, err
 	}
 	if in.Cases, err = LoadCases(data, in.Meta.Kind); err != nil {
@@ -157,7 +182,7 @@ func ReadInput(root string) (*Input, error) {
 			if _, done := in.Hidden[rel]; done {
 				continue
 			}
-			if in.Hidden[rel], err = rd.trusted(HiddenDir+"/"+rel, MaxFileSize); err != nil {
+			if in.Hidden[rel], err = rd.trusted(HiddenDir+"/"+rel, rd.file, &rd.hidden); err != nil {
 				return nil, err
 			}
 		}
@@ -166,19 +191,27 @@ func ReadInput(root string) (*Input, error) {
 		return nil, err
 	}
 	in.Outputs = make([]Output, len(in.Cases.Cases))
-	for i, c := range in.Cases.Cases {
+	for i := range in.Cases.Cases {
 		dir := OutputsDir + "/" + strconv.Itoa(i) + "/"
-		out := &in.Outputs[i]
-		data, err := rd.trusted(dir+ResultFile, maxResultSize)
+		data, err := rd.trusted(dir+ResultFile, maxResultSize, nil)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // not run: the case fails
 		}
 		if err != nil {
 			return nil, err
 		}
-		out.Result = new(RunResult)
-		if _, err := decodeStrict(data, out.Result); err != nil {
+		res := new(RunResult)
+		if _, err := decodeStrict(data, res); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInput, dir+ResultFile, err)
+		}
+		in.Outputs[i].Result = res
+	}
+	// Only now the candidate's bytes, in case order.
+	for i, c := range in.Cases.Cases {
+		dir := OutputsDir + "/" + strconv.Itoa(i) + "/"
+		out := &in.Outputs[i]
+		if out.Result == nil {
+			continue
 		}
 		out.Files = map[string]*Blob{}
 		switch in.Meta.Kind {
@@ -201,40 +234,48 @@ func ReadInput(root string) (*Input, error) {
 	return in, nil
 }
 
-// reader reads files below a root within a total budget.
+// reader reads files below a root, each within a limit and, for the
+// hidden files and the candidate's outputs, within a budget of their own.
 type reader struct {
 	root *os.Root
-	left int64
+	file int64 // per file
+	// What is left of the budgets.
+	hidden, outputs int64
 }
 
-// trusted reads a file the controller or the task provides. A missing file
-// is an error matching fs.ErrNotExist (and ErrInput).
-func (rd *reader) trusted(name string, limit int64) ([]byte, error) {
-	data, tooLarge, err := rd.read(name, limit)
+// trusted reads a file the controller or the task provides, at most limit
+// bytes and, when budget is not nil, at most what is left of it. A missing
+// file is an error matching fs.ErrNotExist (and ErrInput).
+func (rd *reader) trusted(name string, limit int64, budget *int64) ([]byte, error) {
+	data, tooLarge, err := rd.read(name, limit, budget)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s is missing: %w", ErrInput, name, fs.ErrNotExist)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %s: %v", ErrInput, name, err)
+	case tooLarge && budget != nil:
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes, or than what remains of the %d bytes the judge reads of hidden files", ErrTooLarge, name, limit, MaxHiddenSize)
 	case tooLarge:
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes (or than what remains of the %d-byte budget)", ErrTooLarge, name, limit, MaxInputSize)
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, name, limit)
 	}
 	return data, nil
 }
 
-// candidate reads a file the candidate produced; nil means it is missing
-// or not a regular file.
+// candidate reads a file the candidate produced, within the outputs
+// budget; nil means it is missing or not a regular file.
 func (rd *reader) candidate(name string) *Blob {
-	data, tooLarge, err := rd.read(name, MaxFileSize)
+	limit := min(rd.file, rd.outputs)
+	data, tooLarge, err := rd.read(name, limit, &rd.outputs)
 	if err != nil {
 		return nil
 	}
-	return &Blob{Data: data, TooLarge: tooLarge}
+	return &Blob{Data: data, TooLarge: tooLarge, Limit: limit}
 }
 
 // read reads name, refusing symbolic links and anything but a regular file
-// along the way, and at most min(limit, budget left) bytes.
-func (rd *reader) read(name string, limit int64) (data []byte, tooLarge bool, err error) {
+// along the way, and at most limit bytes (and what is left of *budget,
+// which it then charges).
+func (rd *reader) read(name string, limit int64, budget *int64) (data []byte, tooLarge bool, err error) {
 	parts := strings.Split(name, "/")
 	for i := range parts {
 		p := path.Join(parts[:i+1]...)
@@ -255,7 +296,9 @@ func (rd *reader) read(name string, limit int64) (data []byte, tooLarge bool, er
 		return nil, false, err
 	}
 	defer f.Close()
-	limit = min(limit, rd.left)
+	if budget != nil {
+		limit = min(limit, *budget)
+	}
 	data, err = io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, false, err
@@ -263,7 +306,9 @@ func (rd *reader) read(name string, limit int64) (data []byte, tooLarge bool, er
 	if int64(len(data)) > limit {
 		return nil, true, nil
 	}
-	rd.left -= int64(len(data))
+	if budget != nil {
+		*budget -= int64(len(data))
+	}
 	return data, false, nil
 }
 

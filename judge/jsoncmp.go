@@ -26,30 +26,30 @@ const (
 )
 
 // compareJSONBytes parses both documents and compares them.
-func compareJSONBytes(c Comparator, got, want []byte) (string, error) {
+func compareJSONBytes(c Comparator, got, want []byte) (*finding, error) {
 	wv, err := parseJSON(want)
 	if err != nil {
-		return "", fmt.Errorf("%w: json: %v", ErrExpected, err)
+		return nil, fmt.Errorf("%w: json: %v", ErrExpected, err)
 	}
 	gv, err := parseJSON(got)
 	if err != nil {
-		return "not valid JSON: " + err.Error(), nil
+		return jsonSyntax(err), nil
 	}
 	return compareJSONValues(c, gv, wv), nil
 }
 
 // compareJSONValues compares two values from parseJSON with go-cmp and
-// returns "" or the first difference, located by its JSON path.
-func compareJSONValues(c Comparator, got, want any) string {
+// returns nil or the first difference, located by its JSON path.
+func compareJSONValues(c Comparator, got, want any) *finding {
 	j := &jsonCmp{tol: c.tolerance(), unordered: c.UnorderedArrays}
 	r := &diffReporter{j: j}
 	if gocmp.Equal(got, want, j.options(), gocmp.Reporter(r)) {
-		return ""
+		return nil
 	}
-	if r.reason == "" {
-		return "$: values differ" // unreachable: go-cmp reports every difference
+	if r.found == nil {
+		return differsAt("$", "$: values differ") // unreachable: go-cmp reports every difference
 	}
-	return r.reason
+	return r.found
 }
 
 // jsonCmp holds the go-cmp options of one json comparison. Every function
@@ -81,7 +81,7 @@ func (j *jsonCmp) options() gocmp.Options {
 	}
 	if j.unordered {
 		return append(opts, gocmp.Comparer(func(x, y []any) bool {
-			ok, _ := j.bag(x, y, true)
+			ok, _, _ := j.bag(x, y, true)
 			return ok
 		}))
 	}
@@ -129,13 +129,14 @@ func elements(a []any) *elemTree {
 }
 
 // memberTree is an object as go-cmp sees it: a balanced binary tree of its
-// members in key order. Two objects with the same keys give trees of one
-// shape.
+// members in key order, each with the rank of its key in that order. Two
+// objects with the same keys give trees of one shape.
 type memberTree struct {
-	L   *memberTree
-	Key string
-	V   any
-	R   *memberTree
+	L    *memberTree
+	Key  string
+	Rank int
+	V    any
+	R    *memberTree
 }
 
 func members(m map[string]any) *memberTree {
@@ -146,7 +147,7 @@ func members(m map[string]any) *memberTree {
 			return nil
 		}
 		mid := int(uint(lo+hi) >> 1)
-		return &memberTree{L: build(lo, mid), Key: keys[mid], V: m[keys[mid]], R: build(mid+1, hi)}
+		return &memberTree{L: build(lo, mid), Key: keys[mid], Rank: mid, V: m[keys[mid]], R: build(mid+1, hi)}
 	}
 	return build(0, len(keys))
 }
@@ -176,7 +177,7 @@ func (j *jsonCmp) equal(x, y any) bool {
 			return false
 		}
 		if j.unordered {
-			eq, _ := j.bag(a, b, false)
+			eq, _, _ := j.bag(a, b, false)
 			return eq
 		}
 		for i := range a {
@@ -212,8 +213,9 @@ func jsonNumber(n json.Number) number {
 }
 
 // bag compares two arrays as multisets. It returns whether they are equal
-// and, when not, a short explanation naming a candidate element (x is the
-// candidate's array).
+// and, when not, the index of a candidate element without a match (-1 when
+// the lengths differ) and a detailed explanation (x is the candidate's
+// array).
 //
 // Without a tolerance, equality of elements is an equivalence, so the
 // arrays are equal exactly when their multisets of canonical hashes are.
@@ -229,9 +231,9 @@ func jsonNumber(n json.Number) number {
 // jsonCmp.equal), so its cost is paid at one level only. Either way an
 // accepted pairing is a real one: a bag is never equal unless every
 // candidate element is paired with a distinct expected element it equals.
-func (j *jsonCmp) bag(x, y []any, matching bool) (bool, string) {
+func (j *jsonCmp) bag(x, y []any, matching bool) (bool, int, string) {
 	if len(x) != len(y) {
-		return false, fmt.Sprintf("got an array of %s, want %d (compared without order)", plural(len(x), "element"), len(y))
+		return false, -1, fmt.Sprintf("got an array of %s, want %d (compared without order)", plural(len(x), "element"), len(y))
 	}
 	if j.tol.exact() {
 		return j.bagExact(x, y)
@@ -251,19 +253,19 @@ func (j *jsonCmp) bag(x, y []any, matching bool) (bool, string) {
 		}
 	}
 	if firstBad < 0 {
-		return true, ""
+		return true, -1, ""
 	}
 	if !matching || len(x) > maxMatchElements || len(x)*work > maxMatchWork {
-		return false, fmt.Sprintf("element [%d] (%s) differs from its counterpart in sorted order (too large to search all pairings)", firstBad, describe(x[firstBad]))
+		return false, firstBad, fmt.Sprintf("element [%d] (%s) differs from its counterpart in sorted order (too large to search all pairings)", firstBad, describe(x[firstBad]))
 	}
 	if i := j.unmatched(x, y); i >= 0 {
-		return false, fmt.Sprintf("element [%d] (%s) has no match in the expected array", i, describe(x[i]))
+		return false, i, fmt.Sprintf("element [%d] (%s) has no match in the expected array", i, describe(x[i]))
 	}
-	return true, ""
+	return true, -1, ""
 }
 
 // bagExact compares multisets of canonical hashes.
-func (j *jsonCmp) bagExact(x, y []any) (bool, string) {
+func (j *jsonCmp) bagExact(x, y []any) (bool, int, string) {
 	counts := make(map[[32]byte]int, len(y))
 	for _, v := range y {
 		counts[canonicalHash(v)]++
@@ -271,11 +273,11 @@ func (j *jsonCmp) bagExact(x, y []any) (bool, string) {
 	for i, v := range x {
 		h := canonicalHash(v)
 		if counts[h] == 0 {
-			return false, fmt.Sprintf("element [%d] (%s) has no match in the expected array (or appears more often)", i, describe(v))
+			return false, i, fmt.Sprintf("element [%d] (%s) has no match in the expected array (or appears more often)", i, describe(v))
 		}
 		counts[h]--
 	}
-	return true, ""
+	return true, -1, ""
 }
 
 // unmatched finds a maximum matching between x and y (Kuhn's augmenting
@@ -462,13 +464,13 @@ func sortedOrder(keys []sortKey) []int {
 	return idx
 }
 
-// diffReporter records the first difference go-cmp reports, as a JSON
-// path and an explanation. It must read the path while go-cmp reports,
-// because go-cmp reuses its path steps.
+// diffReporter records the first difference go-cmp reports, located by
+// its JSON path. It must read the path while go-cmp reports, because go-cmp
+// reuses its path steps.
 type diffReporter struct {
-	j      *jsonCmp
-	path   gocmp.Path
-	reason string
+	j     *jsonCmp
+	path  gocmp.Path
+	found *finding
 }
 
 func (r *diffReporter) PushStep(ps gocmp.PathStep) { r.path = append(r.path, ps) }
@@ -476,12 +478,17 @@ func (r *diffReporter) PushStep(ps gocmp.PathStep) { r.path = append(r.path, ps)
 func (r *diffReporter) PopStep() { r.path = r.path[:len(r.path)-1] }
 
 func (r *diffReporter) Report(rs gocmp.Result) {
-	if rs.Equal() || r.reason != "" {
+	if rs.Equal() || r.found != nil {
 		return
 	}
 	// The path alternates between the trees made by elements and members:
 	// a V field is the element or member of the tree node just entered.
-	var segs []string
+	// The detailed path names object members by key (the candidate's key,
+	// which the expected object shares, since members are only compared
+	// between objects with the same keys); the digest path by the rank of
+	// the key among the object's keys in byte order, from 0 (.#2 is the
+	// member with the third smallest key), so that it quotes nothing.
+	var detailed, digest []string
 	var node reflect.Value
 	for _, ps := range r.path {
 		switch s := ps.(type) {
@@ -495,15 +502,18 @@ func (r *diffReporter) Report(rs gocmp.Result) {
 			}
 			switch n := node.Interface().(type) {
 			case elemTree:
-				segs = append(segs, "["+strconv.Itoa(n.Index)+"]")
+				seg := "[" + strconv.Itoa(n.Index) + "]"
+				detailed, digest = append(detailed, seg), append(digest, seg)
 			case memberTree:
-				segs = append(segs, keySegment(n.Key))
+				detailed = append(detailed, keySegment(n.Key))
+				digest = append(digest, ".#"+strconv.Itoa(n.Rank))
 			}
 		}
 	}
 	vx, vy := r.path.Last().Values()
 	// An invalid value is a JSON null at the root.
-	r.reason = joinPath(segs) + ": " + r.j.explain(valueOf(vx), valueOf(vy))
+	at, why := r.j.explain(valueOf(vx), valueOf(vy))
+	r.found = differsAt(joinPath(append(digest, at...)), joinPath(detailed)+": "+why)
 }
 
 func valueOf(v reflect.Value) any {
@@ -513,7 +523,7 @@ func valueOf(v reflect.Value) any {
 	return v.Interface()
 }
 
-// keySegment renders an object key in a JSON path: .name for
+// keySegment renders an object key in a detailed JSON path: .name for
 // identifier-like keys, ["..."] (escaped, truncated) for others.
 func keySegment(k string) string {
 	if isIdentifier(k) {
@@ -553,38 +563,44 @@ func joinPath(segs []string) string {
 }
 
 // explain describes why the candidate value got differs from want at the
-// place go-cmp reported.
-func (j *jsonCmp) explain(got, want any) string {
+// place go-cmp reported: path segments that point further into got (an
+// unmatched element of an unordered array), and the detailed explanation.
+// The explanation may state want's type and length, never its content:
+// not even a key of an expected object.
+func (j *jsonCmp) explain(got, want any) (at []string, why string) {
 	if gt, wt := jsonType(got), jsonType(want); gt != wt {
-		return fmt.Sprintf("got %s, want %s %s", describe(got), article(wt), wt)
+		return nil, fmt.Sprintf("got %s, want %s %s", describe(got), article(wt), wt)
 	}
 	switch g := got.(type) {
 	case json.Number:
-		return j.tol.mismatch(jsonNumber(g))
+		return nil, j.tol.mismatch(jsonNumber(g))
 	case []any:
 		w := want.([]any)
 		if j.unordered {
-			if _, why := j.bag(g, w, true); why != "" {
-				return why
+			if _, i, why := j.bag(g, w, true); why != "" {
+				if i >= 0 {
+					at = []string{"[" + strconv.Itoa(i) + "]"}
+				}
+				return at, why
 			}
-			return "arrays differ"
+			return nil, "arrays differ"
 		}
-		return fmt.Sprintf("got an array of %s, want %d", plural(len(g), "element"), len(w))
+		return nil, fmt.Sprintf("got an array of %s, want %d", plural(len(g), "element"), len(w))
 	case map[string]any:
 		w := want.(map[string]any)
 		for _, k := range sortedKeys(w) {
 			if _, ok := g[k]; !ok {
-				return "missing key " + quoteString(k)
+				return nil, "lacks a key the expected object has"
 			}
 		}
 		for _, k := range sortedKeys(g) {
 			if _, ok := w[k]; !ok {
-				return "unexpected key " + quoteString(k)
+				return nil, "unexpected key " + quoteString(k)
 			}
 		}
-		return "objects differ"
+		return nil, "objects differ"
 	}
-	return "got " + describe(got)
+	return nil, "got " + describe(got)
 }
 
 func article(noun string) string {

@@ -27,13 +27,30 @@ const (
 // by byte offset, without quoting the input.
 func parseJSON(data []byte) (any, error) { return parseJSONLimit(data, MaxJSONSize) }
 
-// parseJSONLimit is parseJSON with another size limit.
+// jsonError is a document parseJSON refuses. Its message may quote an
+// object key of the document; what and off never do.
+type jsonError struct {
+	// what says what is wrong, in a fixed vocabulary.
+	what string
+	// off is the byte offset of the problem, or -1.
+	off int64
+	msg string
+}
+
+func (e *jsonError) Error() string { return e.msg }
+
+func jsonErrorf(what string, off int64, format string, args ...any) error {
+	return &jsonError{what: what, off: off, msg: fmt.Sprintf(format, args...)}
+}
+
+// parseJSONLimit is parseJSON with another size limit. Its errors are
+// *jsonError.
 func parseJSONLimit(data []byte, limit int) (any, error) {
 	if len(data) > limit {
-		return nil, fmt.Errorf("%d bytes is more than the limit of %d", len(data), limit)
+		return nil, jsonErrorf("too large", -1, "%d bytes is more than the limit of %d", len(data), limit)
 	}
 	if !utf8.Valid(data) {
-		return nil, errors.New("not valid UTF-8")
+		return nil, jsonErrorf("not valid UTF-8", int64(firstInvalidUTF8(data)), "not valid UTF-8")
 	}
 	type frame struct {
 		obj map[string]any
@@ -54,7 +71,7 @@ func parseJSONLimit(data []byte, limit int) (any, error) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, syntaxError(err, prev)
+			return nil, syntaxError(err, prev, len(data))
 		}
 		off := dec.InputOffset()
 		raw, start := data[prev:off], prev
@@ -71,11 +88,11 @@ func parseJSONLimit(data []byte, limit int) (any, error) {
 			if d, ok := tok.(json.Delim); !ok || d != '}' {
 				key, _ := tok.(string) // the decoder yields only strings here
 				if err := checkString(key, raw); err != nil {
-					return nil, fmt.Errorf("object key at offset %d: %v", start, err)
+					return nil, jsonErrorf("unpaired surrogate escape", start, "object key at offset %d: %v", start, err)
 				}
 				if _, dup := top.obj[key]; dup {
 					at := start + int64(bytes.IndexByte(raw, '"'))
-					return nil, fmt.Errorf("duplicate object key %s at offset %d", quoteString(key), at)
+					return nil, jsonErrorf("duplicate object key", at, "duplicate object key %s at offset %d", quoteString(key), at)
 				}
 				top.obj[key] = nil
 				top.key, top.wantKey = key, false
@@ -93,7 +110,7 @@ func parseJSONLimit(data []byte, limit int) (any, error) {
 				}
 				// '{' or '[': '}' only ever comes when a key is due.
 				if len(stack) >= MaxJSONDepth {
-					return nil, fmt.Errorf("nested deeper than %d levels at offset %d", MaxJSONDepth, start)
+					return nil, jsonErrorf("nested too deep", start, "nested deeper than %d levels at offset %d", MaxJSONDepth, start)
 				}
 				f := &frame{}
 				if t == '{' {
@@ -105,12 +122,16 @@ func parseJSONLimit(data []byte, limit int) (any, error) {
 				continue
 			case string:
 				if err := checkString(t, raw); err != nil {
-					return nil, fmt.Errorf("string at offset %d: %v", start, err)
+					return nil, jsonErrorf("unpaired surrogate escape", start, "string at offset %d: %v", start, err)
 				}
 				done = t
 			case json.Number:
 				if _, err := parseDecimal(string(t)); err != nil {
-					return nil, fmt.Errorf("number at offset %d: %v", start, err)
+					what := "malformed number"
+					if errors.Is(err, errRange) {
+						what = "number out of range"
+					}
+					return nil, jsonErrorf(what, start, "number at offset %d: %v", start, err)
 				}
 				done = t
 			default: // bool or nil
@@ -119,7 +140,8 @@ func parseJSONLimit(data []byte, limit int) (any, error) {
 		}
 		if len(stack) == 0 {
 			if rest := bytes.TrimLeft(data[prev:], " \t\r\n"); len(rest) > 0 {
-				return nil, fmt.Errorf("data after the JSON value at offset %d", len(data)-len(rest))
+				off := len(data) - len(rest)
+				return nil, jsonErrorf("data after the JSON value", int64(off), "data after the JSON value at offset %d", off)
 			}
 			return done, nil
 		}
@@ -134,15 +156,43 @@ func parseJSONLimit(data []byte, limit int) (any, error) {
 }
 
 // syntaxError describes a decoder error without quoting the input.
-func syntaxError(err error, prev int64) error {
+func syntaxError(err error, prev int64, size int) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		return fmt.Errorf("syntax error at offset %d", se.Offset)
+		return jsonErrorf("syntax error", se.Offset, "syntax error at offset %d", se.Offset)
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return errors.New("unexpected end of input")
+		return jsonErrorf("unexpected end of input", int64(size), "unexpected end of input")
 	}
-	return fmt.Errorf("syntax error after offset %d", prev)
+	return jsonErrorf("syntax error", prev, "syntax error after offset %d", prev)
+}
+
+// firstInvalidUTF8 returns the offset of the first byte of b that does not
+// start a valid UTF-8 sequence, or len(b).
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
+
+// jsonSyntax describes candidate bytes parseJSON refused: the position and
+// kind of the problem for the digest rendering, the parser's message (which
+// may quote a key) for the detailed one.
+func jsonSyntax(err error) *finding {
+	f := &finding{what: "not valid JSON", detail: "not valid JSON: " + err.Error()}
+	var je *jsonError
+	if errors.As(err, &je) {
+		f.what += " (" + je.what + ")"
+		if je.off >= 0 {
+			f.at = "byte " + strconv.FormatInt(je.off, 10)
+		}
+	}
+	return f
 }
 
 // checkString refuses a string literal with an unpaired surrogate escape,

@@ -1,7 +1,9 @@
 package judge
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -28,6 +30,12 @@ const maxMillis = 604_800_000
 // reason code, reason, per-case records and tests hash filled in. It is a
 // pure function of its input.
 //
+// Reasons are written under the skeleton's disclosure policy, or
+// schema.DisclosureDigest when it names none (the verdict then records
+// it); the skeleton's case_order, if any, is kept as it is. Neither
+// changes how a case is decided. Every part of the verdict is bounded so
+// that it always stays within schema.MaxSize (see MaxCases).
+//
 // Each case passes or fails; the first rule that applies decides:
 //
 //  1. no result.json: FAIL, decided by output (missing_output);
@@ -51,8 +59,8 @@ const maxMillis = 604_800_000
 //     ignored).
 //
 // An output the judge does not read whole (over MaxFileSize or what is
-// left of MaxInputSize, or over MaxJSONSize for the json comparator) fails
-// its case, decided by limit (output_limit).
+// left of MaxOutputsSize, or over MaxJSONSize for the json comparator)
+// fails its case, decided by limit (output_limit).
 //
 // The verdict is PASS when there is at least one case and every case
 // passed, otherwise FAIL with the reason code of the first failing case.
@@ -69,6 +77,8 @@ func Judge(in *Input) (*schema.Verdict, error) {
 		return nil, fmt.Errorf("%w: task kind %q (want function, command or data)", ErrInput, kind)
 	}
 	v := in.Meta.Verdict
+	v.CaseOrder = slices.Clone(v.CaseOrder)
+	v.Disclosure = effective(v.Disclosure)
 	switch {
 	case v.Tier != schema.TierStrict:
 		return nil, fmt.Errorf("%w: tier %q: the judge grades the strict tier only", ErrInput, v.Tier)
@@ -77,12 +87,28 @@ func Judge(in *Input) (*schema.Verdict, error) {
 	case v.Task.Kind != kind:
 		return nil, fmt.Errorf("%w: meta kind %q differs from the verdict's task kind %q", ErrInput, kind, v.Task.Kind)
 	}
+	switch {
+	case v.Schema != schema.ID:
+		return nil, fmt.Errorf("%w: the skeleton follows schema %q; this judge writes %s", ErrInput, v.Schema, schema.ID)
+	case v.Disclosure != schema.DisclosureDigest && v.Disclosure != schema.DisclosureDetailed:
+		return nil, fmt.Errorf("%w: disclosure policy %q (want digest or detailed)", ErrInput, v.Disclosure)
+	}
 	cases := in.Cases.Cases
 	switch {
 	case len(cases) == 0:
 		return nil, fmt.Errorf("%w: there are no cases", ErrInput)
+	case len(cases) > MaxCases:
+		return nil, fmt.Errorf("%w: %d cases, more than the limit of %d", ErrInput, len(cases), MaxCases)
 	case len(in.Outputs) != len(cases):
 		return nil, fmt.Errorf("%w: %d outputs for %d cases", ErrInput, len(in.Outputs), len(cases))
+	}
+	if err := checkOrder(v.CaseOrder, len(cases)); err != nil {
+		return nil, err
+	}
+	for _, c := range cases {
+		if err := checkID(c.ID); err != nil {
+			return nil, fmt.Errorf("%w: case id: %v", ErrInput, err)
+		}
 	}
 
 	// Everything trusted is checked before any candidate byte is looked
@@ -104,11 +130,11 @@ func Judge(in *Input) (*schema.Verdict, error) {
 	firstCode := ""
 	for i, c := range cases {
 		out := in.Outputs[i]
-		d := decide(kind, c, wants[i], out)
+		d := decide(v.Disclosure, kind, c, wants[i], out)
 		rec := schema.Case{ID: c.ID, Outcome: schema.OutcomePass, DecidedBy: d.by, Exit: schema.ExitNotRun}
 		if !d.pass {
 			rec.Outcome = schema.OutcomeFail
-			rec.Reason = clampText(d.reason, maxCaseReason)
+			rec.Reason = clampText(d.reason, maxCaseReasonBytes)
 			failed++
 			if first < 0 {
 				first, firstCode = i, d.code
@@ -129,8 +155,27 @@ func Judge(in *Input) (*schema.Verdict, error) {
 	}
 	v.Outcome, v.ReasonCode = schema.OutcomeFail, firstCode
 	v.Reason = clampText(fmt.Sprintf("%d of %s failed; first: case %s: %s",
-		failed, plural(len(cases), "case"), records[first].ID, records[first].Reason), maxVerdictReason)
+		failed, plural(len(cases), "case"), records[first].ID, records[first].Reason), maxVerdictReasonBytes)
 	return &v, nil
+}
+
+// checkOrder checks a skeleton's case_order: nil, or a permutation of the
+// n case indices.
+func checkOrder(order []int, n int) error {
+	if order == nil {
+		return nil
+	}
+	if len(order) != n {
+		return fmt.Errorf("%w: case_order has %d entries for %d cases", ErrInput, len(order), n)
+	}
+	seen := make([]bool, n)
+	for _, i := range order {
+		if i < 0 || i >= n || seen[i] {
+			return fmt.Errorf("%w: case_order is not a permutation of the case indices", ErrInput)
+		}
+		seen[i] = true
+	}
+	return nil
 }
 
 // expectation is a case's checked expected values.
@@ -215,8 +260,9 @@ func fail(by, code, reason string) decision {
 	return decision{by: by, code: code, reason: reason}
 }
 
-// decide grades one case (see Judge for the rules).
-func decide(kind schema.TaskKind, c Case, w expectation, out Output) decision {
+// decide grades one case (see Judge for the rules), writing its reason
+// under policy d.
+func decide(d schema.Disclosure, kind schema.TaskKind, c Case, w expectation, out Output) decision {
 	r := out.Result
 	if r == nil {
 		return fail(DecidedByOutput, ReasonMissingOutput, "the case did not run: no result was recorded")
@@ -235,35 +281,45 @@ func decide(kind schema.TaskKind, c Case, w expectation, out Output) decision {
 	case r.Exit == schema.ExitNotRun:
 		return fail(DecidedByOutput, ReasonMissingOutput, "the case did not run")
 	case r.Error != "":
-		return fail(schema.DecidedByFirewall, schema.ReasonRejectedArtifact, r.Error)
+		// The controller's words, which may quote a name the candidate
+		// chose (an output file the firewall refused).
+		return fail(schema.DecidedByFirewall, schema.ReasonRejectedArtifact, say(d, schema.Redact(r.Error), r.Error))
 	case r.Exit == schema.ExitSignaled:
 		return fail(schema.DecidedByExitCode, schema.ReasonRuntimeError, "killed by a signal")
 	}
 	switch kind {
 	case schema.KindFunction:
-		return decideFunction(r, w, out)
+		return decideFunction(d, r, w, out)
 	case schema.KindCommand:
-		if d, ok := decideExit(c, r); !ok {
-			return d
+		if dec, ok := decideExit(c, r); !ok {
+			return dec
 		}
 		if c.ExpectedStdout == nil {
 			return pass(schema.DecidedByExitCode)
 		}
-		if d, ok := usable(out.Stdout, "standard output"); !ok {
-			return d
+		if dec, ok := usable(out.Stdout, "standard output"); !ok {
+			return dec
 		}
-		return compared(w.cmp, out.Stdout.Data, []byte(*c.ExpectedStdout), "")
+		return compared(d, w.cmp, out.Stdout.Data, []byte(*c.ExpectedStdout), mainOutput)
 	default: // data
-		if d, ok := decideExit(c, r); !ok {
-			return d
+		if dec, ok := decideExit(c, r); !ok {
+			return dec
 		}
-		for _, name := range sortedKeys(c.ExpectedFiles) {
-			b := out.Files[name]
-			if d, ok := usable(b, "output file "+quoteString(name)); !ok {
-				return d
+		names := sortedKeys(c.ExpectedFiles)
+		for i, name := range names {
+			// A file's name comes from the hidden cases: only the detailed
+			// policy names it, the digest one counts.
+			s := subject{
+				detailed: "file " + quoteString(name),
+				digest:   fmt.Sprintf("output file %d of %d", i+1, len(names)),
+				noun:     "file",
 			}
-			if d := compared(w.cmp, b.Data, w.files[name], "file "+quoteString(name)+": "); !d.pass {
-				return d
+			b := out.Files[name]
+			if dec, ok := usable(b, say(d, s.digest, "output "+s.detailed)); !ok {
+				return dec
+			}
+			if dec := compared(d, w.cmp, b.Data, w.files[name], s); !dec.pass {
+				return dec
 			}
 		}
 		return pass(w.cmp.Kind)
@@ -288,58 +344,74 @@ func usable(b *Blob, what string) (decision, bool) {
 	switch {
 	case b == nil:
 		return fail(DecidedByOutput, ReasonMissingOutput, what+" is missing"), false
+	case b.TooLarge && b.Limit < MaxFileSize:
+		return fail(schema.DecidedByLimit, schema.ReasonOutputLimit,
+			fmt.Sprintf("%s is larger than what was left (%d bytes) of the %d bytes the judge reads of all candidate outputs", what, b.Limit, MaxOutputsSize)), false
 	case b.TooLarge:
-		return fail(schema.DecidedByLimit, schema.ReasonOutputLimit, fmt.Sprintf("%s is larger than the judge reads (%d bytes)", what, MaxFileSize)), false
+		return fail(schema.DecidedByLimit, schema.ReasonOutputLimit, fmt.Sprintf("%s is larger than the judge reads of one file (%d bytes)", what, b.Limit)), false
 	}
 	return decision{}, true
 }
 
 // compared runs a comparator whose expected value is known to be usable.
-func compared(c Comparator, got, want []byte, prefix string) decision {
+func compared(d schema.Disclosure, c Comparator, got, want []byte, s subject) decision {
 	if c.Kind == KindJSON && len(got) > MaxJSONSize {
-		return jsonTooLarge(prefix, len(got))
+		return jsonTooLarge(s, len(got))
 	}
-	r, err := compare(c, got, want)
-	if err != nil {
+	f, err := compare(c, got, want)
+	switch {
+	case err != nil:
 		// expect checked want; should it still be refused, the case
 		// fails rather than passes.
-		return fail(c.Kind, schema.ReasonWrongAnswer, prefix+"the expected value is unusable")
+		return fail(c.Kind, schema.ReasonWrongAnswer, prefixed(say(d, s.digest, s.detailed), "the expected value is unusable"))
+	case f == nil:
+		return pass(c.Kind)
 	}
-	if r.Equal {
-		return pass(r.DecidedBy)
-	}
-	return fail(r.DecidedBy, schema.ReasonWrongAnswer, prefix+r.Reason)
+	return fail(c.Kind, schema.ReasonWrongAnswer, s.reason(d, f, got))
 }
 
-func jsonTooLarge(prefix string, n int) decision {
+// jsonTooLarge fails a case whose output is too large for the json
+// comparator. It names no file: the size is the candidate's.
+func jsonTooLarge(s subject, n int) decision {
 	return fail(schema.DecidedByLimit, schema.ReasonOutputLimit,
-		fmt.Sprintf("%soutput is %d bytes, more than the json comparator reads (%d)", prefix, n, MaxJSONSize))
+		fmt.Sprintf("%s is %d bytes, more than the json comparator reads (%d)", s.noun, n, MaxJSONSize))
 }
 
 // decideFunction grades a function case from the shim's record.
-func decideFunction(r *RunResult, w expectation, out Output) decision {
+func decideFunction(d schema.Disclosure, r *RunResult, w expectation, out Output) decision {
 	b := out.Files[ValueFile]
 	if b == nil && r.ExitCode != 0 {
 		return fail(schema.DecidedByExitCode, schema.ReasonRuntimeError, fmt.Sprintf("exited with status %d without recording a result", r.ExitCode))
 	}
-	if d, ok := usable(b, "the result record ("+valuePath+")"); !ok {
-		return d
+	if dec, ok := usable(b, "the result record ("+valuePath+")"); !ok {
+		return dec
 	}
+	record := subject{noun: "record"}
 	if len(b.Data) > MaxJSONSize {
-		return jsonTooLarge("", len(b.Data))
+		return jsonTooLarge(record, len(b.Data))
 	}
 	rec, err := parseRecord(b.Data)
 	if err != nil {
-		return fail(DecidedByOutput, schema.ReasonWrongAnswer, "malformed result record: "+err.Error())
+		// Only a syntax error has a position worth giving; what else is
+		// wrong with a record would quote its keys.
+		digest := "malformed result record"
+		if je := (*jsonError)(nil); errors.As(err, &je) {
+			digest += ": " + jsonSyntax(je).render(schema.DisclosureDigest)
+		}
+		return fail(DecidedByOutput, schema.ReasonWrongAnswer,
+			say(d, digest+"; record "+schema.Summary(b.Data), "malformed result record: "+err.Error()))
 	}
 	if !rec.ok {
-		return fail(DecidedByException, schema.ReasonRuntimeError, "raised "+schema.Excerpt([]byte(rec.err), 240))
+		// The exception's text is the candidate's: it can hold anything,
+		// its arguments included.
+		return fail(DecidedByException, schema.ReasonRuntimeError,
+			say(d, "raised an exception; message "+schema.Summary([]byte(rec.err)), "raised "+schema.Excerpt([]byte(rec.err), 240)))
 	}
 	if r.ExitCode != 0 {
 		return fail(schema.DecidedByExitCode, schema.ReasonRuntimeError, fmt.Sprintf("exited with status %d after recording a result", r.ExitCode))
 	}
-	if why := compareJSONValues(w.cmp, rec.value, w.value); why != "" {
-		return fail(KindJSON, schema.ReasonWrongAnswer, why)
+	if f := compareJSONValues(w.cmp, rec.value, w.value); f != nil {
+		return fail(KindJSON, schema.ReasonWrongAnswer, record.reason(d, f, b.Data))
 	}
 	return pass(KindJSON)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -30,13 +31,26 @@ type judgeTest struct {
 	cases   []wantCase
 }
 
+// digestText is what a reason may consist of under the digest policy: no
+// quotation marks (every quote of candidate text starts with one), no
+// backslash escapes, only a plain vocabulary, positions and summaries.
+var digestText = regexp.MustCompile(`^[A-Za-z0-9 ,;:.()\[\]$#/_…-]*$`)
+
+// runJudgeTable judges each fixture under the detailed policy, checking
+// the reasons the table names, and again under the default one, which must
+// decide alike and quote nothing.
 func runJudgeTable(t *testing.T, tests []judgeTest) {
 	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, err := judgeDir(t, tt.fix.write(t))
+			fix := tt.fix
+			fix.disclosure = schema.DisclosureDetailed
+			v, err := judgeDir(t, fix.write(t))
 			if err != nil {
 				t.Fatalf("Judge: %v", err)
+			}
+			if v.Disclosure != schema.DisclosureDetailed {
+				t.Errorf("disclosure %q, want detailed", v.Disclosure)
 			}
 			if v.Outcome != tt.outcome || v.ReasonCode != tt.code {
 				t.Errorf("outcome %s/%q, want %s/%q (reason %q)", v.Outcome, v.ReasonCode, tt.outcome, tt.code, v.Reason)
@@ -57,6 +71,22 @@ func runJudgeTable(t *testing.T, tests []judgeTest) {
 			want := skeleton(tt.fix.kind)
 			if v.RunID != want.RunID || v.Nonce != want.Nonce || v.Submission != want.Submission || v.Images != want.Images || v.Task != want.Task {
 				t.Errorf("binding fields changed: %+v", v)
+			}
+
+			d, err := judgeDir(t, tt.fix.write(t))
+			if err != nil {
+				t.Fatalf("Judge under the default policy: %v", err)
+			}
+			if d.Disclosure != schema.DisclosureDigest || d.Outcome != v.Outcome || d.ReasonCode != v.ReasonCode {
+				t.Errorf("default policy: %s %s/%s, detailed: %s/%s", d.Disclosure, d.Outcome, d.ReasonCode, v.Outcome, v.ReasonCode)
+			}
+			for i, c := range d.Cases {
+				if c.Outcome != v.Cases[i].Outcome || c.DecidedBy != v.Cases[i].DecidedBy {
+					t.Errorf("case %s: the policy changed the decision: %+v, detailed %+v", c.ID, c, v.Cases[i])
+				}
+				if !digestText.MatchString(c.Reason) {
+					t.Errorf("case %s: digest reason %q quotes text", c.ID, c.Reason)
+				}
 			}
 		})
 	}
@@ -137,14 +167,21 @@ func TestJudgeFunctionMalformedRecord(t *testing.T) {
 		"case-folded key (Go bug)": `{"OK":true,"value":0}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			v, err := judgeDir(t, sumFixture(ok(map[string]string{ValueFile: rec}), ok(value("-3"))).write(t))
-			if err != nil {
-				t.Fatalf("a malformed record must fail the case, not the judge: %v", err)
-			}
-			c := v.Cases[0]
-			if v.Outcome != schema.OutcomeFail || c.Outcome != schema.OutcomeFail || c.DecidedBy != DecidedByOutput ||
-				!strings.HasPrefix(c.Reason, "malformed result record: ") {
-				t.Errorf("verdict %s, case %+v", v.Outcome, c)
+			for _, d := range []schema.Disclosure{schema.DisclosureDigest, schema.DisclosureDetailed} {
+				f := sumFixture(ok(map[string]string{ValueFile: rec}), ok(value("-3")))
+				f.disclosure = d
+				v, err := judgeDir(t, f.write(t))
+				if err != nil {
+					t.Fatalf("a malformed record must fail the case, not the judge: %v", err)
+				}
+				c := v.Cases[0]
+				if v.Outcome != schema.OutcomeFail || c.Outcome != schema.OutcomeFail || c.DecidedBy != DecidedByOutput ||
+					!strings.HasPrefix(c.Reason, "malformed result record") {
+					t.Errorf("%s: verdict %s, case %+v", d, v.Outcome, c)
+				}
+				if d == schema.DisclosureDigest && !digestText.MatchString(c.Reason) {
+					t.Errorf("digest reason %q quotes text", c.Reason)
+				}
 			}
 		})
 	}

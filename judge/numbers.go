@@ -233,32 +233,33 @@ func checkExpectedNumber(s string, t tolerance) error {
 }
 
 // compareNumbers compares white-space-separated numbers.
-func compareNumbers(got, want []byte, t tolerance) (string, error) {
+func compareNumbers(got, want []byte, t tolerance) (*finding, error) {
 	if err := checkNumbers(want, t); err != nil {
-		return "", err
+		return nil, err
 	}
 	g, w := &tokenReader{got}, &tokenReader{want}
 	for n := 1; ; n++ {
 		gt, gok := g.next()
 		wt, wok := w.next()
+		where := "token " + strconv.Itoa(n)
 		switch {
 		case !gok && !wok:
-			return "", nil
+			return nil, nil
 		case !gok:
-			return fmt.Sprintf("output ends early: got %s, want %s", plural(n-1, "number"), plural(n+w.count(), "number")), nil
+			return differsAt(where, fmt.Sprintf("output ends early: got %s, want %s", plural(n-1, "number"), plural(n+w.count(), "number"))), nil
 		case !wok:
-			return fmt.Sprintf("token %d: unexpected extra token %s", n, quote(gt)), nil
+			return differsAt(where, fmt.Sprintf("%s: unexpected extra token %s", where, quote(gt))), nil
 		}
 		wn, _ := parseNumber(string(wt)) // checked above
 		gn, err := parseNumber(string(gt))
 		switch {
 		case errors.Is(err, errRange):
-			return fmt.Sprintf("token %d: %s is out of range (%v)", n, quote(gt), err), nil
+			return differsAt(where, fmt.Sprintf("%s: %s is out of range (%v)", where, quote(gt), err)), nil
 		case err != nil:
-			return fmt.Sprintf("token %d: %s is not a number", n, quote(gt)), nil
+			return differsAt(where, fmt.Sprintf("%s: %s is not a number", where, quote(gt))), nil
 		}
 		if !t.equal(gn, wn) {
-			return fmt.Sprintf("token %d: %s", n, t.mismatch(gn)), nil
+			return differsAt(where, where+": "+t.mismatch(gn)), nil
 		}
 	}
 }

@@ -1,7 +1,16 @@
 // Package schema defines the strictgrade verdict: a versioned JSON Schema
-// (draft 2020-12, embedded as verdict-v1.json with $id
-// https://strictgrade.dev/schema/verdict/v1), the Go types that match it
-// field for field, and Validate, the only way bytes become a *Verdict.
+// (draft 2020-12), the Go types that match it field for field, and
+// Validate, the only way bytes become a *Verdict.
+//
+// The current schema is verdict-v2.json ($id ID,
+// https://strictgrade.dev/schema/verdict/v2); every verdict this build
+// makes follows it. Released schema files are never edited, since a
+// signed statement records the sha256 of the schema bytes: version 1
+// (verdict-v1.json, IDv1) stays embedded, and Validate checks each
+// document against the version its "schema" field names, so verdicts
+// signed by earlier builds keep verifying. Version 2 added the disclosure
+// policy (Disclosure: what reasons may reveal, recorded in every
+// strict-tier verdict) and case_order.
 //
 // Validate is built on github.com/santhosh-tekuri/jsonschema/v5 and also
 // refuses what a JSON Schema cannot see: input over MaxSize, trailing data,

@@ -33,7 +33,8 @@ var (
 	// ErrSchema: a rule of the JSON Schema is violated.
 	ErrSchema = errors.New("schema: schema rule violated")
 	// ErrInconsistent: the document is schema-valid but contradicts itself
-	// (a repeated case id, a tests_hash that is not the hash of the cases).
+	// (a repeated case id, a tests_hash that is not the hash of the cases,
+	// a case_order that is not a permutation of the case indices).
 	ErrInconsistent = errors.New("schema: inconsistent verdict")
 	// ErrUnknownValue: ParseOutcome or ParseTier got an unknown spelling.
 	ErrUnknownValue = errors.New("schema: unknown value")
@@ -45,10 +46,11 @@ type Problem struct {
 	// is the whole document. For a missing required property it is where
 	// the property should be; for an unknown one, the property itself.
 	Location string `json:"location"`
-	// Rule names what was broken: the schema keyword's location in
-	// verdict-v1.json (e.g. "/$defs/case/properties/outcome/enum"), or one
-	// of "size", "syntax", "trailing-data", "duplicate-key", "non-finite",
-	// "integer", "utf8", "depth", "unique-case-id", "tests-hash".
+	// Rule names what was broken: the schema keyword's location in the
+	// schema the document was checked against (e.g.
+	// "/$defs/case/properties/outcome/enum"), or one of "size", "syntax",
+	// "trailing-data", "duplicate-key", "non-finite", "integer", "utf8",
+	// "depth", "unique-case-id", "tests-hash", "case-order".
 	Rule string `json:"rule"`
 	// Message explains the problem in a few words.
 	Message string `json:"message"`

@@ -2,6 +2,8 @@ package schema_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -21,6 +23,11 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/invalid")
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
 
 func readFile(t testing.TB, path string) []byte {
 	t.Helper()
@@ -169,6 +176,11 @@ func TestInvalidSentinels(t *testing.T) {
 		{"tests-hash-mismatch", schema.ErrInconsistent, "/tests_hash"},
 		{"pass-with-failed-case", schema.ErrSchema, "/cases/1/outcome"},
 		{"oversize", schema.ErrTooLarge, ""},
+		{"case-order-repeated", schema.ErrInconsistent, "/case_order/1"},
+		{"case-order-short", schema.ErrInconsistent, "/case_order"},
+		{"strict-without-disclosure", schema.ErrSchema, "/disclosure"},
+		{"disclosure-unknown", schema.ErrSchema, "/disclosure"},
+		{"v1-with-v2-fields", schema.ErrSchema, "/disclosure"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -300,6 +312,8 @@ func full() *schema.Verdict {
 	v.Timings = schema.Timings{TotalMS: 8, SetupMS: 1, AgentMS: 1, FirewallMS: 1, CandidateMS: 1, JudgeMS: 1, OracleMS: 1, TeardownMS: 1}
 	v.Controller = schema.Controller{Version: "0.1.0", Runtime: "docker/runc"}
 	v.Nonce = "abcdefghijklmnopqrstuvwxyz"
+	v.CaseOrder = []int{0}
+	v.Disclosure = schema.DisclosureDetailed
 	v.Compat = &schema.Compat{
 		Mode: schema.ModeFinal, BaselineOutcome: schema.OutcomeFail, Flipped: true,
 		AppliedDiffSHA256: strings.Repeat("01", 32),
@@ -501,6 +515,106 @@ func TestSchemaIdentity(t *testing.T) {
 	b := schema.JSON()
 	b[0] = 'X'
 	assert.Equal(t, byte('{'), schema.JSON()[0])
+}
+
+// releasedDigests pins the bytes of every released schema: a statement
+// signed for a verdict records the sha256 of its schema, so editing a
+// released file would strand every verdict signed under it. Change the
+// schema by adding a version instead.
+var releasedDigests = map[string]string{
+	schema.IDv1: "4c391bf09c441d50d01d3f451a568e23eac3400b1b1f0859a7edec0e5bd3fd6f",
+	schema.ID:   "c90f6802ccd0ead9926c54cedde9a320f9af1e06db60334401eaabc14d39d361",
+}
+
+func TestSchemaVersions(t *testing.T) {
+	ids := schema.Versions()
+	require.Equal(t, []string{schema.IDv1, schema.ID}, ids)
+	for id, want := range releasedDigests {
+		got, ok := schema.SchemaDigest(id)
+		require.True(t, ok, id)
+		assert.Equal(t, want, got, "%s was edited after its release; add a new version instead", id)
+	}
+	for _, id := range ids {
+		data, ok := schema.SchemaJSON(id)
+		require.True(t, ok, id)
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(data, &doc))
+		assert.Equal(t, id, doc["$id"])
+		assert.Equal(t, id, dig(doc, "properties", "schema", "const"), "the schema field of %s must name it", id)
+		sum, _ := schema.SchemaDigest(id)
+		assert.Equal(t, sha256Hex(data), sum)
+	}
+	cur, _ := schema.SchemaDigest(schema.ID)
+	assert.Equal(t, schema.Digest(), cur)
+	_, ok := schema.SchemaDigest("https://strictgrade.dev/schema/verdict/v0")
+	assert.False(t, ok)
+	_, ok = schema.SchemaJSON("")
+	assert.False(t, ok)
+}
+
+// TestVersion1StillValid checks that every property of version 1 is still
+// a property of the current schema with the same Go field, so a version-1
+// document decodes into a Verdict, and that only the properties version 2
+// added are new.
+func TestVersion1StillValid(t *testing.T) {
+	props := func(id string) map[string]any {
+		data, ok := schema.SchemaJSON(id)
+		require.True(t, ok)
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(data, &doc))
+		return doc["properties"].(map[string]any)
+	}
+	v1, v2 := props(schema.IDv1), props(schema.ID)
+	var added []string
+	for p := range v2 {
+		if _, ok := v1[p]; !ok {
+			added = append(added, p)
+		}
+	}
+	for p := range v1 {
+		assert.Contains(t, v2, p, "version 2 dropped %s", p)
+	}
+	slices.Sort(added)
+	assert.Equal(t, []string{"case_order", "disclosure"}, added)
+
+	// A version-1 verdict validates, round-trips as version 1, and does
+	// not pass for version 2.
+	data := readFile(t, "testdata/valid/strict-fail.json")
+	v, err := schema.Validate(data)
+	require.NoError(t, err)
+	assert.Equal(t, schema.IDv1, v.Schema)
+	assert.Empty(t, v.Disclosure)
+	out, err := schema.Marshal(v)
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "disclosure")
+	v.Schema = schema.ID
+	_, err = schema.Marshal(v)
+	require.ErrorIs(t, err, schema.ErrSchema, "a strict version-2 verdict must name its disclosure policy")
+}
+
+func TestDisclosure(t *testing.T) {
+	for _, s := range []string{"digest", "detailed"} {
+		d, err := schema.ParseDisclosure(s)
+		require.NoError(t, err)
+		assert.Equal(t, schema.Disclosure(s), d)
+	}
+	for _, s := range []string{"", "Digest", "full", "none"} {
+		_, err := schema.ParseDisclosure(s)
+		assert.ErrorIs(t, err, schema.ErrUnknownValue, s)
+	}
+	strict := schema.New(schema.Task{ID: "t", Digest: strings.Repeat("0", 64), Kind: schema.KindData}, schema.TierStrict)
+	assert.Equal(t, schema.DisclosureDigest, strict.Disclosure, "the strict tier defaults to digest")
+	compat := schema.New(schema.Task{ID: "t", Digest: strings.Repeat("0", 64), Kind: schema.KindRepository}, schema.TierCompat)
+	assert.Empty(t, compat.Disclosure)
+}
+
+func TestSummary(t *testing.T) {
+	assert.Equal(t, "0 bytes, sha256 e3b0c44298fc", schema.Summary(nil))
+	assert.Equal(t, "1 byte, sha256 ca978112ca1b", schema.Summary([]byte("a")))
+	secret := []byte("a hidden input the candidate echoed")
+	s := schema.Summary(secret)
+	assert.Regexp(t, `^35 bytes, sha256 [0-9a-f]{12}$`, s)
+	assert.NotContains(t, s, "hidden")
 }
 
 func FuzzValidate(f *testing.F) {

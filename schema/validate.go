@@ -17,65 +17,152 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
-// ID is the $id of the version-1 verdict schema and the required value of
-// a verdict's "schema" field.
-const ID = "https://strictgrade.dev/schema/verdict/v1"
+// ID is the $id of the current verdict schema, version 2
+// (verdict-v2.json), and the "schema" value of every verdict this build
+// makes.
+const ID = "https://strictgrade.dev/schema/verdict/v2"
 
-//go:embed verdict-v1.json
-var schemaJSON []byte
+// IDv1 is the $id of version 1 (verdict-v1.json). Version 2 added the
+// disclosure and case_order fields; Validate still accepts version-1
+// verdicts, so that verdicts signed by earlier builds keep verifying.
+const IDv1 = "https://strictgrade.dev/schema/verdict/v1"
 
-var schemaDigest = func() string {
-	sum := sha256.Sum256(schemaJSON)
-	return hex.EncodeToString(sum[:])
-}()
+var (
+	//go:embed verdict-v1.json
+	schemaV1JSON []byte
+	//go:embed verdict-v2.json
+	schemaV2JSON []byte
+)
 
-// JSON returns a copy of the embedded verdict schema (verdict-v1.json).
-func JSON() []byte { return bytes.Clone(schemaJSON) }
+// version is one embedded verdict schema.
+type version struct {
+	id     string
+	json   []byte
+	digest string
+	load   func() compiled
+}
 
-// Digest returns the lowercase-hex sha256 of the embedded schema bytes; a
+// versions lists every schema Validate knows, oldest first. A schema file
+// is never edited once released: a change is a new version, added here.
+var versions = []*version{
+	newVersion(IDv1, schemaV1JSON),
+	newVersion(ID, schemaV2JSON),
+}
+
+func newVersion(id string, data []byte) *version {
+	sum := sha256.Sum256(data)
+	v := &version{id: id, json: data, digest: hex.EncodeToString(sum[:])}
+	v.load = sync.OnceValue(func() compiled { return compile(id, data) })
+	return v
+}
+
+// lookupVersion returns the embedded schema with the given $id.
+func lookupVersion(id string) *version {
+	for _, v := range versions {
+		if v.id == id {
+			return v
+		}
+	}
+	return nil
+}
+
+// current is the schema new verdicts follow.
+var current = lookupVersion(ID)
+
+// JSON returns a copy of the current verdict schema (verdict-v2.json).
+func JSON() []byte { return bytes.Clone(current.json) }
+
+// Digest returns the lowercase-hex sha256 of the current schema's bytes; a
 // signed statement records it next to ID.
-func Digest() string { return schemaDigest }
+func Digest() string { return current.digest }
 
-// compiled holds the compiled schema and its parsed form (used to explain
+// Versions returns the $id of every verdict schema Validate accepts,
+// oldest first; the last is ID.
+func Versions() []string {
+	ids := make([]string, len(versions))
+	for i, v := range versions {
+		ids[i] = v.id
+	}
+	return ids
+}
+
+// SchemaJSON returns a copy of the embedded schema whose $id is id.
+func SchemaJSON(id string) ([]byte, bool) {
+	v := lookupVersion(id)
+	if v == nil {
+		return nil, false
+	}
+	return bytes.Clone(v.json), true
+}
+
+// SchemaDigest returns the lowercase-hex sha256 of the embedded schema
+// whose $id is id: the digest a statement signed for a verdict of that
+// version records. It reports false for a schema this build does not know.
+func SchemaDigest(id string) (string, bool) {
+	v := lookupVersion(id)
+	if v == nil {
+		return "", false
+	}
+	return v.digest, true
+}
+
+// compiled holds a compiled schema and its parsed form (used to explain
 // additionalProperties and required errors property by property).
 type compiled struct {
 	sch *jsonschema.Schema
 	doc any
 }
 
-var loadSchema = sync.OnceValue(func() compiled {
+func compile(id string, data []byte) compiled {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
 	c.LoadURL = func(s string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("schema: refusing to load %q: no remote references", s)
 	}
-	if err := c.AddResource(ID, bytes.NewReader(schemaJSON)); err != nil {
-		panic("schema: embedded schema does not load: " + err.Error())
+	if err := c.AddResource(id, bytes.NewReader(data)); err != nil {
+		panic("schema: embedded schema " + id + " does not load: " + err.Error())
 	}
-	sch, err := c.Compile(ID)
+	sch, err := c.Compile(id)
 	if err != nil {
-		panic("schema: embedded schema does not compile: " + err.Error())
+		panic("schema: embedded schema " + id + " does not compile: " + err.Error())
 	}
 	var doc any
-	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
-		panic("schema: embedded schema is not JSON: " + err.Error())
+	if err := json.Unmarshal(data, &doc); err != nil {
+		panic("schema: embedded schema " + id + " is not JSON: " + err.Error())
 	}
 	return compiled{sch: sch, doc: doc}
-})
+}
 
-// Validate parses data as a version-1 verdict. It refuses input over
-// MaxSize, malformed JSON, trailing data, duplicate keys, invalid UTF-8,
-// non-finite or non-integer numbers, every violation of the schema, and a
-// verdict that contradicts itself (repeated case ids, a tests_hash that is
-// not TestsHash of the case ids). On failure the error is a
-// *ValidationError listing every problem with its JSON pointer.
+// versionOf picks the schema a parsed document is validated with: the one
+// its "schema" field names, or the current one when it names none this
+// build knows (whose rules then say what is wrong).
+func versionOf(val any) *version {
+	if obj, ok := val.(map[string]any); ok {
+		if id, ok := obj["schema"].(string); ok {
+			if v := lookupVersion(id); v != nil {
+				return v
+			}
+		}
+	}
+	return current
+}
+
+// Validate parses data as a verdict of the schema version its "schema"
+// field names (ID or IDv1; anything else is checked against ID, and fails
+// on that field). It refuses input over MaxSize, malformed JSON, trailing
+// data, duplicate keys, invalid UTF-8, non-finite or non-integer numbers,
+// every violation of that version's schema, and a verdict that contradicts
+// itself (repeated case ids, a tests_hash that is not TestsHash of the
+// case ids, a case_order that is not a permutation of the case indices).
+// On failure the error is a *ValidationError listing every problem with
+// its JSON pointer.
 func Validate(data []byte) (*Verdict, error) {
 	val, probs := readStrict(data, readOptions{limit: MaxSize, integers: true})
 	if val == nil && len(probs.items) > 0 {
 		return nil, problemsError(probs)
 	}
-	c := loadSchema()
+	c := versionOf(val).load()
 	if err := c.sch.Validate(val); err != nil {
 		ve, ok := err.(*jsonschema.ValidationError)
 		if !ok {
@@ -119,6 +206,22 @@ func (v *Verdict) check(probs *problemList) {
 	if want := TestsHash(ids); v.TestsHash != want {
 		probs.add(Problem{Location: "/tests_hash", Rule: "tests-hash", Err: ErrInconsistent,
 			Message: "is not the sha256 of the sorted case ids (want " + want + ")"})
+	}
+	if v.CaseOrder != nil {
+		if len(v.CaseOrder) != len(v.Cases) {
+			probs.add(Problem{Location: "/case_order", Rule: "case-order", Err: ErrInconsistent,
+				Message: fmt.Sprintf("has %d entries for %d cases", len(v.CaseOrder), len(v.Cases))})
+			return
+		}
+		seen := make([]bool, len(v.Cases))
+		for k, i := range v.CaseOrder {
+			if i < 0 || i >= len(v.Cases) || seen[i] {
+				probs.add(Problem{Location: "/case_order/" + strconv.Itoa(k), Rule: "case-order", Err: ErrInconsistent,
+					Message: fmt.Sprintf("%d is out of range or repeated", i)})
+				continue
+			}
+			seen[i] = true
+		}
 	}
 }
 

@@ -64,14 +64,16 @@ func ParseTier(s string) (Tier, error) {
 	return "", fmt.Errorf("%w: tier %q (want strict or compat)", ErrUnknownValue, s)
 }
 
-// Verdict is the Go form of a version-1 verdict document (verdict-v1.json).
-// Field for field it matches the schema; a test keeps the two in step.
+// Verdict is the Go form of a verdict document. Field for field it matches
+// the current schema (verdict-v2.json); a test keeps the two in step. A
+// version-1 document decodes into it with Disclosure and CaseOrder unset.
 //
 // The judge supplies the outcome and the cases; the host controller adds
 // what only it knows (run id, task, submission, images, timings, controller
 // version, nonce) before the verdict is validated and signed.
 type Verdict struct {
-	// Schema is always ID.
+	// Schema is the $id of the schema the document follows: ID for every
+	// verdict this build makes, IDv1 for older ones.
 	Schema string `json:"schema"`
 	// RunID identifies the grading run; it labels the run's containers.
 	RunID string `json:"run_id"`
@@ -86,6 +88,15 @@ type Verdict struct {
 	// Cases holds one record per case or test, each id at most once. Use
 	// SetCases to keep TestsHash in step.
 	Cases []Case `json:"cases"`
+	// CaseOrder, when set, is the order in which the candidate was
+	// called: element k is the index in Cases of the k-th call, a
+	// permutation of the case indices. The strict tier records it for
+	// function tasks whose cases share one process.
+	CaseOrder []int `json:"case_order,omitempty"`
+	// Disclosure is the policy the reasons were written under. Required
+	// in the strict tier; a compat-tier verdict without it makes no
+	// promise about its reasons.
+	Disclosure Disclosure `json:"disclosure,omitempty"`
 	// TestsHash is TestsHash of the case ids.
 	TestsHash  string     `json:"tests_hash"`
 	Submission Submission `json:"submission"`
@@ -96,6 +107,40 @@ type Verdict struct {
 	Nonce string `json:"nonce"`
 	// Compat is present exactly when Tier is TierCompat.
 	Compat *Compat `json:"compat,omitempty"`
+}
+
+// Disclosure is a verdict disclosure policy: how much the reasons of a
+// verdict may reveal. A verdict can reach the graded agent (as a reward
+// signal, in a retry loop), so by default it must not become an oracle for
+// the hidden cases. Under no policy does a reason quote an expected value.
+type Disclosure string
+
+// The disclosure policies.
+const (
+	// DisclosureDigest, the default: reasons name the check that decided
+	// and where the candidate's output first differs, in positions of the
+	// candidate's own output (byte, line, token, row and column numbers, a
+	// JSON path of array indices and key ranks), and describe candidate
+	// bytes only by their length and a short sha256 prefix (Summary). They
+	// state nothing about expected values (no keys, lengths, types or
+	// counts) and quote no candidate text, which could echo a hidden
+	// input.
+	DisclosureDigest Disclosure = "digest"
+	// DisclosureDetailed is for human debugging: reasons may also quote
+	// candidate text (escaped and truncated, see Excerpt) and state
+	// expected lengths, types and counts. Never show such verdicts to the
+	// graded agent.
+	DisclosureDetailed Disclosure = "detailed"
+)
+
+// ParseDisclosure returns the Disclosure spelled s, or an error wrapping
+// ErrUnknownValue.
+func ParseDisclosure(s string) (Disclosure, error) {
+	switch d := Disclosure(s); d {
+	case DisclosureDigest, DisclosureDetailed:
+		return d, nil
+	}
+	return "", fmt.Errorf("%w: disclosure %q (want digest or detailed)", ErrUnknownValue, s)
 }
 
 // Task identifies what was graded against.
@@ -291,14 +336,18 @@ type DroppedHunk struct {
 }
 
 // New returns a verdict for the given task and tier with the schema id set,
-// an empty case list, the tests hash of no tests and, for the compat tier,
+// an empty case list, the tests hash of no tests and, for the strict tier,
+// the default disclosure policy (DisclosureDigest) or, for the compat tier,
 // a compat section in final mode with no dropped hunks. The caller fills in
 // the rest, calls SetCases, and passes the verdict to Marshal or to the
 // attest package, both of which validate it.
 func New(task Task, tier Tier) *Verdict {
 	v := &Verdict{Schema: ID, Task: task, Tier: tier}
 	v.SetCases(nil)
-	if tier == TierCompat {
+	switch tier {
+	case TierStrict:
+		v.Disclosure = DisclosureDigest
+	case TierCompat:
 		v.Compat = &Compat{Mode: ModeFinal, DroppedHunks: []DroppedHunk{}}
 	}
 	return v
@@ -344,6 +393,57 @@ func NewNonce() string {
 	b := make([]byte, 32)
 	rand.Read(b) // never fails (crypto/rand, Go ≥ 1.24)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// summaryHexLen is how many hex digits of a sha256 Summary shows.
+const summaryHexLen = 12
+
+// Summary describes candidate bytes without quoting them, for a reason
+// under DisclosureDigest: their length and the first 12 hex digits of
+// their sha256, as in "42 bytes, sha256 0a1b2c3d4e5f". Whoever holds the
+// bytes can match them against it. Like any digest it also confirms a
+// guess at the bytes, which is why reasons summarise candidate bytes this
+// way and never expected ones.
+func Summary(b []byte) string {
+	sum := sha256.Sum256(b)
+	n := strconv.Itoa(len(b)) + " bytes"
+	if len(b) == 1 {
+		n = "1 byte"
+	}
+	return n + ", sha256 " + hex.EncodeToString(sum[:])[:summaryHexLen]
+}
+
+// Redact shortens a grader message that may go on to quote text a
+// candidate chose (a file name in a firewall rejection) for a reason under
+// DisclosureDigest: it keeps the longest leading part made only of ASCII
+// letters, digits, spaces and / : . _ , ( ) = + - and, when it cut
+// anything, marks the cut with " …". strictgrade's messages quote every
+// name they take from an archive or a container (strconv.Quote), so what
+// comes before the first quote is the grader's own words: the message
+// firewall: symlink: entry "out/x" becomes firewall: symlink: entry …. It
+// is no safer than that convention: a message that writes a chosen name
+// unquoted keeps it.
+func Redact(msg string) string {
+	i := 0
+	for i < len(msg) && redactKeeps(msg[i]) {
+		i++
+	}
+	if i == len(msg) {
+		return msg
+	}
+	kept := strings.TrimRight(msg[:i], " :,(=+-")
+	if kept == "" {
+		return "…"
+	}
+	return kept + " …"
+}
+
+func redactKeeps(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return strings.IndexByte(" /:._,()=+-", c) >= 0
 }
 
 // Excerpt quotes candidate text for a Reason: it escapes it as a Go string

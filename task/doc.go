@@ -6,5 +6,8 @@
 // cases, expected outputs and comparator settings, and any expected files
 // the cases name. The task digest is the sha256 of the firewall's canonical
 // archive of the whole directory, so it covers everything a verdict
-// depends on.
+// depends on, the spec's disclosure policy included.
+//
+// Load refuses more than judge.MaxCases cases, the most whose verdict is
+// sure to stay within the schema's size limit.
 package task

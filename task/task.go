@@ -54,6 +54,12 @@ type Spec struct {
 	// always so for command and data tasks).
 	Isolation string `json:"isolation,omitempty"`
 	Limits    Limits `json:"limits,omitzero"`
+	// Disclosure is how much the reasons of this task's verdicts may say
+	// (schema.Disclosure). Empty leaves it to the harness, by default
+	// digest; "detailed" opts into quoting the candidate's output for
+	// human debugging; "digest" insists on the default whatever the
+	// harness asks (see controller.Config.Disclosure).
+	Disclosure schema.Disclosure `json:"disclosure,omitempty"`
 }
 
 // Function names the callable of a function task: module.name, imported
