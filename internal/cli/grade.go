@@ -62,12 +62,21 @@ func runGrade(ctx context.Context, args []string, stdio IO) int {
 	keyPath := fs.String("key", "", "private key PEM for signing (default: an ephemeral key)")
 	out := fs.String("out", "", "write the Sigstore bundle here, the bare DSSE envelope to FILE.dsse.json and the graded bytes to FILE.submission")
 	asJSON := fs.Bool("json", false, "print the verdict as JSON instead of a table")
+	detail := fs.String("disclosure", "", "how much strict-tier reasons may say: digest (positions and digests only; the default) or detailed (escaped excerpts of the candidate's output, for debugging; a task that asks for digest keeps it)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if *taskDir == "" || *subPath == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stdio.Stderr, "usage: strictgrade grade --task DIR --submission DIR|TAR [--key FILE] [--out FILE] [--json]")
+		fmt.Fprintln(stdio.Stderr, "usage: strictgrade grade --task DIR --submission DIR|TAR [--key FILE] [--out FILE] [--json] [--disclosure digest|detailed]")
 		return ExitUsage
+	}
+	var policy schema.Disclosure
+	if *detail != "" {
+		p, err := schema.ParseDisclosure(*detail)
+		if err != nil {
+			return fail(stdio, "grade", ExitUsage, err)
+		}
+		policy = p
 	}
 	signer, ephemeral, err := loadSigner(*keyPath)
 	if err != nil {
@@ -96,7 +105,7 @@ func runGrade(ctx context.Context, args []string, stdio IO) int {
 		sub.Archive = f
 	}
 	ctrl, err := controller.New(ctx, controller.Config{
-		Signer: signer, Logger: stdio.Log, BuildProgress: stdio.Stderr,
+		Signer: signer, Logger: stdio.Log, BuildProgress: stdio.Stderr, Disclosure: policy,
 	})
 	if err != nil {
 		return fail(stdio, "grade", ExitError, err)

@@ -30,8 +30,13 @@ func TestGradeAndVerify(t *testing.T) {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	code, stdout, _ = run(t, "grade", "--task", filepath.Join(ex, "task"), "--submission", filepath.Join(ex, "solutions", "wrong"), "--json")
-	if code != ExitFail || !strings.Contains(stdout, `"outcome": "FAIL"`) {
+	if code != ExitFail || !strings.Contains(stdout, `"outcome": "FAIL"`) || !strings.Contains(stdout, `"disclosure": "digest"`) {
 		t.Fatalf("wrong: exit %d\n%s", code, stdout)
+	}
+	// A harness may ask for detailed reasons; the verdict records it.
+	code, stdout, _ = run(t, "grade", "--task", filepath.Join(ex, "task"), "--submission", filepath.Join(ex, "solutions", "wrong"), "--json", "--disclosure", "detailed")
+	if code != ExitFail || !strings.Contains(stdout, `"disclosure": "detailed"`) {
+		t.Fatalf("wrong, detailed: exit %d\n%s", code, stdout)
 	}
 	// The honest bundle does not verify for the wrong submission.
 	code, _, _ = run(t, "verify", "--key", out+".pub", "--bundle", out, "--submission", filepath.Join(ex, "solutions", "wrong", "solution.py"))
@@ -45,6 +50,7 @@ func TestGradeUsage(t *testing.T) {
 		{"grade"},
 		{"grade", "--task", "nowhere", "--submission", "nowhere"},
 		{"grade", "--bogus"},
+		{"grade", "--task", filepath.Join("..", "..", "examples", "sum", "task"), "--submission", ".", "--disclosure", "everything"},
 	} {
 		if code, _, _ := run(t, args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, ExitUsage)

@@ -34,6 +34,7 @@ func runVerify(ctx context.Context, args []string, stdio IO) int {
 	tier := fs.String("tier", "", "require this tier: strict or compat")
 	nonce := fs.String("nonce", "", "require this host-issued nonce")
 	asJSON := fs.Bool("json", false, "print the verified in-toto statement (the exact signed bytes) on stdout")
+	requireOutcome := fs.String("require-outcome", "", "also require this verdict outcome (PASS, FAIL, ERROR or QUARANTINED): exit 1 when the verified verdict has another")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -50,6 +51,14 @@ func runVerify(ctx context.Context, args []string, stdio IO) int {
 		return usage("--bundle FILE is required")
 	case (*subPath == "") == (*subDigest == ""):
 		return usage("give exactly one of --submission FILE and --submission-digest HEX")
+	}
+	var wantOutcome schema.Outcome
+	if *requireOutcome != "" {
+		o, ok := parseOutcome(*requireOutcome)
+		if !ok {
+			return usage("--require-outcome must be PASS, FAIL, ERROR or QUARANTINED")
+		}
+		wantOutcome = o
 	}
 	want := attest.Expect{Nonce: *nonce}
 	if *subDigest != "" {
@@ -94,17 +103,37 @@ func runVerify(ctx context.Context, args []string, stdio IO) int {
 		return fail(stdio, "verify", verifyExitCode(err), err)
 	}
 	v := res.Verdict
+	// The outcome comes first and on its own line: a signed FAIL or ERROR
+	// verifies too, and a reader skimming for "verified" must not take it
+	// for a PASS.
+	headline := fmt.Sprintf("outcome: %s (signature and bindings verified)", v.Outcome)
 	summary := fmt.Sprintf("verified: %s task=%s task_digest=%s tier=%s submission=sha256:%s nonce=%s time=%s format=%s key=%s",
 		v.Outcome, v.Task.ID, v.Task.Digest, v.Tier, v.Submission.SHA256, v.Nonce,
 		res.Statement.Predicate.TimeVerified.Format("2006-01-02T15:04:05Z07:00"), res.Format, res.KeyHint)
 	if *asJSON {
 		stdio.Stdout.Write(res.Payload)
 		fmt.Fprintln(stdio.Stdout)
+		fmt.Fprintln(stdio.Stderr, headline)
 		fmt.Fprintln(stdio.Stderr, summary)
 	} else {
+		fmt.Fprintln(stdio.Stdout, headline)
 		fmt.Fprintln(stdio.Stdout, summary)
 	}
+	if wantOutcome != "" && v.Outcome != wantOutcome {
+		fmt.Fprintf(stdio.Stderr, "strictgrade verify: the verdict is %s, not the required %s\n", v.Outcome, wantOutcome)
+		return ExitFail
+	}
 	return ExitOK
+}
+
+// parseOutcome reads an outcome name, in any letter case.
+func parseOutcome(s string) (schema.Outcome, bool) {
+	for _, o := range []schema.Outcome{schema.OutcomePass, schema.OutcomeFail, schema.OutcomeError, schema.OutcomeQuarantined} {
+		if strings.EqualFold(s, string(o)) {
+			return o, true
+		}
+	}
+	return "", false
 }
 
 // verifyExitCode maps a Verify error to the documented exit codes: a

@@ -25,7 +25,10 @@ type fixture struct {
 	payload                                                                     []byte
 }
 
-func newFixture(t *testing.T) fixture {
+func newFixture(t *testing.T) fixture { return newFixtureWith(t, schema.OutcomePass) }
+
+// newFixtureWith signs a verdict with the given outcome (PASS or FAIL).
+func newFixtureWith(t *testing.T, outcome schema.Outcome) fixture {
 	t.Helper()
 	dir := t.TempDir()
 	write := func(name string, data []byte) string {
@@ -49,8 +52,13 @@ func newFixture(t *testing.T) fixture {
 	}
 	v := schema.New(schema.Task{ID: "cli/wc", Digest: f.taskDigest, Kind: schema.KindCommand}, schema.TierStrict)
 	v.RunID = "run-cli"
-	v.Outcome = schema.OutcomePass
-	v.SetCases([]schema.Case{{ID: "c1", Outcome: schema.OutcomePass, DecidedBy: schema.DecidedByLines}})
+	v.Outcome = outcome
+	c := schema.Case{ID: "c1", Outcome: outcome, DecidedBy: schema.DecidedByLines}
+	if outcome == schema.OutcomeFail {
+		v.ReasonCode, v.Reason = schema.ReasonWrongAnswer, "1 of 1 case failed"
+		c.Reason = "differs"
+	}
+	v.SetCases([]schema.Case{c})
 	v.Submission = schema.Submission{Kind: schema.SubmissionArchive, SHA256: f.subDigest, Size: int64(len(sub))}
 	v.Images = schema.Images{Candidate: "sha256:" + strings.Repeat("a", 64), Judge: "sha256:" + strings.Repeat("b", 64)}
 	v.Timings = schema.Timings{TotalMS: 10}
@@ -141,4 +149,33 @@ func TestVerifyJSON(t *testing.T) {
 	var st attest.Statement
 	require.NoError(t, json.Unmarshal([]byte(stdout), &st))
 	assert.Equal(t, attest.PredicateType, st.PredicateType)
+}
+
+func TestVerifyRequireOutcome(t *testing.T) {
+	pass, failed := newFixtureWith(t, schema.OutcomePass), newFixtureWith(t, schema.OutcomeFail)
+	args := func(f fixture, extra ...string) []string {
+		return append([]string{"verify", "--key", f.pub, "--bundle", f.bundle, "--submission", f.submission}, extra...)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"a signed FAIL verifies and says so first", args(failed), cli.ExitOK, "outcome: FAIL (signature and bindings verified)\nverified: FAIL", ""},
+		{"PASS required and present", args(pass, "--require-outcome", "PASS"), cli.ExitOK, "outcome: PASS", ""},
+		{"any letter case", args(pass, "--require-outcome", "pass"), cli.ExitOK, "outcome: PASS", ""},
+		{"PASS required, FAIL signed", args(failed, "--require-outcome", "PASS"), cli.ExitFail, "outcome: FAIL", "the verdict is FAIL, not the required PASS"},
+		{"FAIL required and present", args(failed, "--require-outcome", "FAIL"), cli.ExitOK, "outcome: FAIL", ""},
+		{"unknown outcome", args(pass, "--require-outcome", "GREEN"), cli.ExitUsage, "", "--require-outcome must be"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, tt.args...)
+			assert.Equal(t, tt.code, code, "stderr: %s", stderr)
+			assert.Contains(t, stdout, tt.stdout)
+			assert.Contains(t, stderr, tt.stderr)
+		})
+	}
 }
