@@ -440,7 +440,7 @@ func runData(ctx context.Context, eng Engine, req Request, base engine.Spec, wit
 		s.Mounts = append(s.Mounts, engine.Mount{Volume: inputs, Target: InputDir, ReadOnly: true})
 		s.Cmd = append([]string(nil), t.Spec.Data.Argv...)
 		s.StreamOut = outputQuota(t.Spec.Limits)
-		s.CollectPolicy = ioPolicy(t.Spec.Limits)
+		s.CollectPolicy = outputPolicy(t.Spec.Limits)
 		res, err := eng.Run(ctx, s)
 		out.Containers++
 		if err != nil {

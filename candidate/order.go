@@ -24,36 +24,22 @@ const orderDomain = "strictgrade/candidate/call-order/v1"
 // independent orders. Without the nonce, the order cannot be predicted from
 // inside the container.
 //
-// With two cases or more the order is never the task's own: a shuffle that
-// leaves every case in place is discarded and the stream shuffles again,
-// so that answers keyed to the file's order fail in every grade, not in
-// most of them (with three cases, one uniform shuffle in six is the
-// identity). Every other permutation stays equally likely.
+// Every permutation is equally likely, the task's own order included: a
+// candidate that keys its answers to the order of calls passes one grade in
+// n!, which is what the shuffle buys. With very few cases that is little
+// (one in two for two cases); a task with few cases that cares sets
+// "isolation": "case", where each process sees a single call.
 func CallOrder(nonce string, n int) []int {
 	order := make([]int, max(n, 0))
 	for i := range order {
 		order[i] = i
 	}
 	s := orderStream{prefix: []byte(orderDomain + "\x00" + nonce + "\x00"), used: sha256.Size}
-	for {
-		for i := len(order) - 1; i > 0; i-- {
-			j := s.below(uint64(i) + 1)
-			order[i], order[j] = order[j], order[i]
-		}
-		if len(order) < 2 || !identity(order) {
-			return order
-		}
+	for i := len(order) - 1; i > 0; i-- {
+		j := s.below(uint64(i) + 1)
+		order[i], order[j] = order[j], order[i]
 	}
-}
-
-// identity reports whether order leaves every index in place.
-func identity(order []int) bool {
-	for i, v := range order {
-		if v != i {
-			return false
-		}
-	}
-	return true
+	return order
 }
 
 // orderStream is the SHA-256 counter stream behind CallOrder.

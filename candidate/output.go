@@ -21,6 +21,15 @@ func outputQuota(l task.Limits) *engine.StreamOut {
 	return &engine.StreamOut{Dir: OutputDir, Bytes: min(l.OutputBytes, engine.MaxStreamOutBytes), Inodes: outputInodes}
 }
 
+// outputPolicy is what may leave a data case's output directory: no more
+// entries than the tmpfs has inodes and no more bytes than it holds. The
+// stream is the candidate's to forge (it may write to the wrapper's
+// channel itself), so the firewall, not the tmpfs, is what bounds it.
+func outputPolicy(l task.Limits) firewall.Policy {
+	q := outputQuota(l)
+	return firewall.Policy{MaxEntries: int(q.Inodes), MaxTotalBytes: q.Bytes, MaxFileBytes: q.Bytes}
+}
+
 // rejected says, for each firewall sentinel, what was refused in a data
 // case's outputs, in words that never quote what the candidate named.
 var rejected = map[error]string{

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"github.com/strictgrade/strictgrade/candidate"
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/tarball"
+	"github.com/strictgrade/strictgrade/judge"
 	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
 )
@@ -119,5 +121,50 @@ func TestRejectionReasons(t *testing.T) {
 				t.Errorf("detailed reason %q, want the whole error %q", got, tt.err.Error())
 			}
 		})
+	}
+}
+
+// TestOutputsArchiveKeepsGradedFiles: whatever a candidate leaves beyond the
+// files it is graded on never reaches the judge, so the number of files a
+// candidate writes cannot push the judge's volume past its limits.
+func TestOutputsArchiveKeepsGradedFiles(t *testing.T) {
+	cases := make([]judge.Case, 120)
+	outs := &candidate.Outputs{Cases: make([]candidate.Case, len(cases))}
+	for i := range cases {
+		cases[i] = judge.Case{ID: "c" + strconv.Itoa(i), ExpectedFiles: map[string]string{"out.txt": "e.txt"}}
+		files := map[string][]byte{"out.txt": []byte("answer")}
+		for j := range 9000 {
+			files["junk-"+strconv.Itoa(j)] = nil
+		}
+		outs.Cases[i] = candidate.Case{Result: judge.RunResult{Exit: schema.ExitExited}, Files: files}
+	}
+	g := &grade{task: &task.Task{Spec: task.Spec{Kind: schema.KindData}, Cases: &judge.Cases{Cases: cases}}}
+	data, err := outputsArchive(outs, g.graded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := firewall.Filter(t.Context(), bytes.NewReader(data), io.Discard, judgePolicy)
+	if err != nil {
+		t.Fatalf("the judge's volume refuses the outputs: %v", err)
+	}
+	// Per case: its directory, files/, result.json, stdout, stderr, out.txt.
+	if want := len(cases) * 6; len(man.Files)+len(man.Dirs) > want+1 {
+		t.Errorf("%d entries reach the judge, want at most %d", len(man.Files)+len(man.Dirs), want+1)
+	}
+	for i, tt := range []struct {
+		kind schema.TaskKind
+		name string
+		want bool
+	}{
+		{schema.KindFunction, judge.ValueFile, true},
+		{schema.KindFunction, "out.txt", false},
+		{schema.KindData, "out.txt", true},
+		{schema.KindData, judge.ValueFile, false},
+		{schema.KindCommand, "out.txt", false},
+	} {
+		g.task.Spec.Kind = tt.kind
+		if got := g.graded(0, tt.name); got != tt.want {
+			t.Errorf("%d: %s task, %s: graded %v, want %v", i, tt.kind, tt.name, got, tt.want)
+		}
 	}
 }

@@ -638,8 +638,10 @@ const maxResultError = 4 << 10
 
 // outputsArchive lays the candidate's outputs out as the judge reads them:
 // outputs/<i>/result.json (written here, trusted), stdout, stderr and
-// files/<name> (candidate bytes).
-func outputsArchive(outs *candidate.Outputs) ([]byte, error) {
+// files/<name> (candidate bytes). Only the files keep selects go on: the
+// judge reads nothing else, and the count of what a candidate may leave
+// must never decide whether its outputs fit the judge's volume.
+func outputsArchive(outs *candidate.Outputs, keep func(i int, name string) bool) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for i, oc := range outs.Cases {
@@ -660,6 +662,9 @@ func outputsArchive(outs *candidate.Outputs) ([]byte, error) {
 			return nil, err
 		}
 		for _, name := range sortedKeys(oc.Files) {
+			if !keep(i, name) {
+				continue
+			}
 			if err := addFile(tw, dir+"files/"+name, oc.Files[name]); err != nil {
 				return nil, err
 			}
@@ -671,11 +676,24 @@ func outputsArchive(outs *candidate.Outputs) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// graded reports whether case i is graded on the output file name: the
+// function shim's record, or a file a data case must write.
+func (g *grade) graded(i int, name string) bool {
+	switch g.task.Spec.Kind {
+	case schema.KindFunction:
+		return name == judge.ValueFile
+	case schema.KindData:
+		_, ok := g.task.Cases.Cases[i].ExpectedFiles[name]
+		return ok
+	}
+	return false
+}
+
 // judge loads the outputs, runs the judge container and checks what it
 // said against what it was asked.
 func (g *grade) judge(ctx context.Context, vol string, prepared *engine.Prepared, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
 	c := g.c
-	data, err := outputsArchive(outs)
+	data, err := outputsArchive(outs, g.graded)
 	if err != nil {
 		return nil, err
 	}

@@ -122,9 +122,13 @@ const (
 	// candidate's own output (byte, line, token, row and column numbers, a
 	// JSON path of array indices and key ranks), and describe candidate
 	// bytes only by their length and a short sha256 prefix (Summary). They
-	// state nothing about expected values (no keys, lengths, types or
+	// quote, name or measure no expected value (no keys, lengths, types or
 	// counts) and quote no candidate text, which could echo a hidden
-	// input.
+	// input. Positions are not silent: where the first difference lies
+	// tells a candidate how much of its output (its keys, its array
+	// lengths, its columns, the lines an unordered comparison accepted)
+	// agreed, and a digest lets it confirm a guessed output, a few bytes of
+	// knowledge per case and grade (TAXONOMY V5.7).
 	DisclosureDigest Disclosure = "digest"
 	// DisclosureDetailed is for human debugging: reasons may also quote
 	// candidate text (escaped and truncated, see Excerpt) and state

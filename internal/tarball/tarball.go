@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -69,7 +70,8 @@ var afterLstat func(rel string)
 // name that is not valid UTF-8, a named pipe, a device, a socket or any
 // other special file, an entry that cannot be listed, examined or read, or
 // a file that changed type or size while it was read. Other errors are
-// failures to open dir or to write to w.
+// failures to open dir, to write to w, or of the host itself (out of
+// descriptors or memory, an I/O error): the walker's, not the tree's.
 //
 // Files are opened through an os.Root and without following a final link,
 // so a path swapped for a link while the walk runs cannot lead outside dir,
@@ -98,13 +100,17 @@ type walker struct {
 // dir writes the entries below the directory rel, in lexical order.
 func (w *walker) dir(rel string) error {
 	f, err := w.root.Open(rel)
+	if err != nil && rel == "." {
+		// The directory the caller named is the caller's, not the tree's.
+		return fmt.Errorf("tarball: open the directory to walk: %w", err)
+	}
 	if err != nil {
-		return &WalkError{Path: rel, Reason: "directory cannot be opened", Err: err}
+		return fault(rel, "directory cannot be opened", err)
 	}
 	ents, err := f.ReadDir(-1)
 	f.Close()
 	if err != nil {
-		return &WalkError{Path: rel, Reason: "directory cannot be listed", Err: err}
+		return fault(rel, "directory cannot be listed", err)
 	}
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, e := range ents {
@@ -129,7 +135,7 @@ func (w *walker) entry(rel string) error {
 	}
 	info, err := w.root.Lstat(rel)
 	if err != nil {
-		return &WalkError{Path: rel, Reason: "cannot be examined", Err: err}
+		return fault(rel, "cannot be examined", err)
 	}
 	mode := info.Mode()
 	hdr := &tar.Header{Name: rel, Mode: int64(mode.Perm()), ModTime: info.ModTime(), Format: tar.FormatPAX}
@@ -143,7 +149,7 @@ func (w *walker) entry(rel string) error {
 	case mode&fs.ModeSymlink != 0:
 		target, err := w.root.Readlink(rel)
 		if err != nil {
-			return &WalkError{Path: rel, Reason: "link cannot be read", Err: err}
+			return fault(rel, "link cannot be read", err)
 		}
 		hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
 		return w.tw.WriteHeader(hdr)
@@ -152,6 +158,23 @@ func (w *walker) entry(rel string) error {
 	}
 	return &WalkError{Path: rel, Reason: special(mode)}
 }
+
+// fault is the error for a system error met at rel. Errors that say the
+// host ran short (descriptors, memory, I/O) are the walker's own failure,
+// not the tree's, and are returned without the path; any other error is a
+// *WalkError: the tree has an entry that cannot be read as it stands.
+func fault(rel, reason string, err error) error {
+	for _, host := range hostErrnos {
+		if errors.Is(err, host) {
+			return fmt.Errorf("tarball: walking the tree: %s: %w", reason, err)
+		}
+	}
+	return &WalkError{Path: rel, Reason: reason, Err: err}
+}
+
+// hostErrnos are the system errors that describe the host, whatever the
+// tree holds.
+var hostErrnos = []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM, syscall.ENOBUFS, syscall.EIO, syscall.EINTR}
 
 // special names a kind of file that is neither regular, a directory nor a
 // link.
@@ -177,12 +200,12 @@ func (w *walker) file(rel string, hdr *tar.Header) error {
 	}
 	f, err := w.root.OpenFile(rel, os.O_RDONLY|noFollow|nonBlock, 0)
 	if err != nil {
-		return &WalkError{Path: rel, Reason: "unreadable", Err: err}
+		return fault(rel, "unreadable", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return &WalkError{Path: rel, Reason: "unreadable", Err: err}
+		return fault(rel, "unreadable", err)
 	}
 	if !st.Mode().IsRegular() {
 		return &WalkError{Path: rel, Reason: "changed type during the walk"}
@@ -207,7 +230,7 @@ func (w *walker) file(rel string, hdr *tar.Header) error {
 				return &WalkError{Path: rel, Reason: "shrank during the walk"}
 			}
 		case err != nil:
-			return &WalkError{Path: rel, Reason: "unreadable", Err: err}
+			return fault(rel, "unreadable", err)
 		}
 	}
 	return nil

@@ -322,3 +322,36 @@ func TestRewrite(t *testing.T) {
 		t.Errorf("rewritten entries (-want +got):\n%s", diff)
 	}
 }
+
+// TestFaultSeparatesHostFromTree: the host running short is the walker's
+// failure; anything else met in the tree is the tree's.
+func TestFaultSeparatesHostFromTree(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		tree bool
+	}{
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.EACCES}, true},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.ENOENT}, true},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.ELOOP}, true},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.EMFILE}, false},
+		{&os.PathError{Op: "read", Path: "x", Err: syscall.EIO}, false},
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.ENOMEM}, false},
+	} {
+		err := fault("secret-name", "unreadable", tt.err)
+		if got := errors.Is(err, ErrWalk); got != tt.tree {
+			t.Errorf("%v: the tree's fault %v, want %v", tt.err, got, tt.tree)
+		}
+		if !tt.tree && strings.Contains(err.Error(), "secret-name") {
+			t.Errorf("%v: a host failure quotes the tree's path: %v", tt.err, err)
+		}
+	}
+}
+
+// TestWriteDirRootIsTheCallers: a directory that cannot be opened at all is
+// the caller's problem, not an entry of the tree.
+func TestWriteDirRootIsTheCallers(t *testing.T) {
+	err := WriteDir(io.Discard, filepath.Join(t.TempDir(), "missing"), nil)
+	if err == nil || errors.Is(err, ErrWalk) {
+		t.Fatalf("missing root: %v, want an error that is not ErrWalk", err)
+	}
+}
