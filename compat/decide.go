@@ -14,8 +14,22 @@ import (
 const (
 	DecidedByDiffGate = "diff_gate" // the gate rejected the diff
 	DecidedByGitApply = "git_apply" // the filtered diff did not apply
+	DecidedByPrepare  = "prepare"   // the checkout could not be prepared with the diff
 	DecidedByOracle   = "oracle"    // not run (an ERROR verdict)
 )
+
+// maxReasonChars bounds the characters of a verdict's case reasons all
+// together. A reason may quote what the code under test made an assertion
+// print, so without a bound a task with thousands of tests and code that
+// fails them all verbosely would make a verdict too large to sign.
+const maxReasonChars = 256 << 10
+
+// reasonChars is the share of maxReasonChars each case reason of the task
+// gets, at most 400 characters. A verdict holds one case per test of
+// either suite.
+func (t *Task) reasonChars() int {
+	return min(400, maxReasonChars/max(1, len(t.ExistingIDs)+len(t.HiddenIDs)))
+}
 
 // cases turns a run into verdict records, one per expected test.
 func (r *run) cases() []schema.Case {
@@ -26,19 +40,19 @@ func (r *run) cases() []schema.Case {
 			DurationMS: min(int64(o.seconds*1000), 604800000), Flags: slices.Clone(o.flags)}
 		if o.kind != kindPass {
 			c.Outcome = schema.OutcomeFail
-			c.Reason = text(o.reason, 400)
+			c.Reason = text(o.reason, r.chars)
 		}
 		switch {
 		case r.refused != nil:
 			c.Outcome, c.DecidedBy = schema.OutcomeFail, schema.DecidedByFirewall
-			c.Reason = text("the container's output was refused: "+r.refused.Error(), 400)
-		case r.res.Exit == engine.ExitExited:
+			c.Reason = text("the container's output was refused: "+r.refused.Error(), r.chars)
+		case r.exit() == engine.ExitExited:
 			c.Exit = schema.ExitExited
 			if r.res.Code >= 0 && r.res.Code <= 255 {
 				c.ExitCode = schema.Code(r.res.Code)
 			}
 		default:
-			c.Exit = schema.Exit(r.res.Exit) // timeout, oom, output_limit
+			c.Exit = schema.Exit(r.exit()) // timeout, oom, output_limit
 			if c.Outcome != schema.OutcomePass {
 				c.DecidedBy = schema.DecidedByLimit
 			}
@@ -55,15 +69,24 @@ func (g *grading) limitReason(r *run) (code, reason string) {
 		// the candidate's doing, named as a rejected artifact.
 		return schema.ReasonRejectedArtifact, fmt.Sprintf("the %s run's output was refused: %v", r.label, r.refused)
 	}
-	switch r.res.Exit {
+	switch r.exit() {
 	case engine.ExitTimeout:
 		return schema.ReasonTimeout, fmt.Sprintf("the %s run exceeded the wall-clock limit of %ds", r.label, g.t.Spec.Limits.WallSeconds)
 	case engine.ExitOOM:
 		return schema.ReasonMemoryLimit, fmt.Sprintf("the %s run exceeded the memory limit of %d MiB", r.label, g.t.Spec.Limits.MemoryMB)
 	case engine.ExitOutputLimit:
-		return schema.ReasonOutputLimit, fmt.Sprintf("the %s run exceeded its output limit", r.label)
+		return schema.ReasonOutputLimit, fmt.Sprintf("the %s run wrote more than %d MiB of output", r.label, testOutput>>20)
 	}
 	return "", ""
+}
+
+// exit is how the run's container ended: as the engine says, except that a
+// run runner.py stopped at the output cap ended at the output limit.
+func (r *run) exit() engine.ExitKind {
+	if r.res.Exit == engine.ExitExited && r.res.Code == runnerLimitExit {
+		return engine.ExitOutputLimit
+	}
+	return r.res.Exit
 }
 
 // tally counts a run's outcomes by kind.
@@ -116,10 +139,10 @@ func (g *grading) decideFinal(runs []*run) *schema.Verdict {
 	if code != "" {
 		v.Outcome = schema.OutcomeFail
 	}
-	v.ReasonCode, v.Reason = code, text(reason, 1000)
 	if code == "" {
-		v.Reason = ""
+		reason = ""
 	}
+	v.ReasonCode, v.Reason = code, g.reason(reason)
 	g.event("decide", string(v.Outcome)+" decided by "+layer, "reason_code", code, "reason", reason)
 	return v
 }

@@ -18,7 +18,8 @@
 //	  "hidden": {"dir": "hidden", "tests": ["tests/test_x.py::test_a", …]},
 //	  "allow": ["textkit/**"],
 //	  "deny": [],
-//	  "limits": {"wall_seconds": 120, "memory_mb": 1024, "pids": 256, "tmpfs_mb": 256},
+//	  "limits": {"wall_seconds": 120, "memory_mb": 1024, "pids": 256, "tmpfs_mb": 256,
+//	             "diff_bytes": 4194304, "diff_files": 1000},
 //	  "env": {"NAME": "value"}
 //	}
 //
@@ -44,7 +45,13 @@
 //     at any depth, "**" spans directories, a trailing "/" matches a
 //     directory and everything below it, and matching ignores case.
 //   - limits: per oracle container (wall clock enforced by SIGKILL of the
-//     container, memory without swap, processes, /tmp size).
+//     container, memory without swap, processes, /tmp size), and the
+//     largest diff the gate reads (diff_bytes, at most MaxDiffBytes) and
+//     its most file sections (diff_files, at most MaxDiffFiles). A
+//     container never gets more processes than one per 4 MiB of its
+//     memory, whatever pids says: a forked Python process costs about
+//     1 MiB, so a fork bomb meets the pids limit with most of the memory
+//     to spare, and its outcome cannot depend on which limit wins a race.
 //   - env: extra deterministic variables the repository's tests need. Names
 //     are upper case; the oracle's own variables and everything that steers
 //     the interpreter, pytest, git or the loader (PYTHON*, PYTEST*, LD_*,
@@ -66,10 +73,19 @@
 // file of either suite, touches a path a deny glob matches or touches a path
 // no allow glob matches. Every name must also pass the firewall's name rules.
 // Dropped hunks are recorded with their path and rule
-// (schema.DroppedHunk). The kept sections are passed on byte for byte; their
-// digest is the verdict's Compat.AppliedDiffSHA256, while the submission
-// digest is of the diff as received. A diff the gate cannot parse is a FAIL
-// (rejected_artifact, decided by diff_gate), never an ERROR.
+// (schema.DroppedHunk): all of them are counted, the first 4096 are kept
+// in Filtered and the log, and a verdict lists the first 256, paths cut
+// to 256 characters, with the total and the counts of the most frequent
+// rules in its reason when it does not list them all, so that the largest
+// diff the gate accepts still gives a verdict far below schema.MaxSize.
+// The kept sections are passed on byte for byte; their digest is the
+// verdict's Compat.AppliedDiffSHA256, while the submission digest is of the
+// diff as received. A diff the gate cannot parse is a FAIL
+// (rejected_artifact, decided by diff_gate), never an ERROR, and so is one
+// over the task's limits: its size is checked before the diff is parsed and
+// its number of file sections as the parser meets them, before any path is
+// judged. The parser does one pass over the diff; judging costs a few
+// firewall runs per distinct path.
 //
 // # The oracle
 //
@@ -82,25 +98,49 @@
 // only looked up in an empty directory, so no stale .pyc is ever read),
 // PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, and the task's env.
 //
-//  1. prepare (trusted: no repository code runs in it): prepare.py clones the
+//  1. prepare (no repository code runs in it): prepare.py clones the
 //     bundle into a fresh work volume, checks out the base, applies the
 //     filtered diff with "git apply --check" then "git apply" (-p1, no
 //     --3way, no fuzz; a failure is FAIL diff_does_not_apply with git's
 //     message), asks git which paths changed and refuses any the gate did
 //     not keep or that is not a regular file, copies the hidden tests in and
 //     writes the judge-owned pytest.ini to /work, outside the repository.
+//     Its report names at most 20 changed paths and counts the rest. It
+//     announces each stage on standard error before starting it, and a
+//     failure is attributed by the stage it happened in: before the diff is
+//     read (the clone, the checkout of the base) it is the grader's, an
+//     ERROR; from "git apply --check" on, the input is the candidate's
+//     bytes, and whatever stops the step — a wall-clock or memory limit git
+//     runs into, a crash, a missing or oversized report, a path the diff
+//     put where a hidden test must go — is a FAIL decided before any test
+//     ran (timeout, memory_limit, rejected_artifact). In baseline mode there
+//     is no diff, and every failure is the grader's.
 //  2. existing, then hidden: one fresh container per suite, with the work
-//     volume mounted read-only and without the inputs volume, each writing
-//     only to its own output volume. Code that runs during one suite can
-//     therefore change neither the checkout, the hidden tests, the
-//     judge-owned configuration nor the other suite's report, and no
-//     process outlives its suite.
+//     volume mounted read-only and without the inputs volume. Code that
+//     runs during one suite can therefore change neither the checkout, the
+//     hidden tests, the judge-owned configuration nor the other suite's
+//     report, and no process outlives its suite.
+//
+// No container writes to the host's disk but prepare's to the checkout,
+// which a bounded diff bounds. Each has its own /out, a tmpfs with a
+// quota (engine.StreamOut), charged to its memory: code that fills it gets
+// ENOSPC, and what is left there is streamed out through the firewall
+// after the container ended by itself, so that a file or a count of files
+// past the output policy makes the run's output refused (FAIL
+// rejected_artifact). Because /out leaves on standard output, what the
+// tests print arrives on standard error: pytest runs under runner.py, which
+// passes its output on up to 8 MiB and stops the run one byte later (FAIL
+// output_limit), so that a flood of output is decided by that cap within
+// milliseconds instead of racing the wall clock; the log keeps the head
+// and the tail of the output.
 //
 // Each suite runs as
 //
 //	python3 -P -s -B -m pytest -c /work/pytest.ini --rootdir=/work/repo \
 //	  --confcutdir=/work/repo -p no:cacheprovider -o addopts= \
 //	  --junitxml=/out/report.xml -q -- <node ids>
+//
+// (under runner.py, itself under the engine's stream-out wrapper).
 //
 // The interpreter is not run with -I: isolated mode implies -E, which
 // ignores PYTHONHASHSEED (and PYTHONDONTWRITEBYTECODE), so hash
@@ -130,7 +170,11 @@
 // missing). Entries nobody asked for also
 // fail the grade. The exit code corroborates: a PASS needs every run to exit
 // by itself with code 0, but a code of 0 never makes anything pass. A run
-// stopped by the wall-clock limit is FAIL timeout. tests_hash is the hash of
+// stopped by the wall-clock limit is FAIL timeout, by the memory limit
+// memory_limit, by the output cap output_limit. A case's reason is cut to
+// its share of a budget for all of them (at most 400 characters each), so
+// that a task with thousands of tests failing verbosely still gives a
+// verdict that can be signed. tests_hash is the hash of
 // the expected ids (S and H), so it is the same for every grade of a task.
 //
 // # Modes and outcomes

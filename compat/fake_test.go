@@ -79,10 +79,37 @@ func collected(code int, files map[string]string) *engine.Result {
 }
 
 func preparedOK(base string) func(engine.Spec) (*engine.Result, error) {
+	return prepareRun(engine.ExitExited, 0, []string{"clone", "checkout", "apply_check", "apply", "verify", "inject", "report"},
+		map[string]string{"prepare.json": `{"status":"ok","stage":"","message":"","head":"` + base +
+			`","changed":["textkit/core.py"],"changed_count":1,"steps_ms":{"checkout":1}}`})
+}
+
+// prepareRun is a preparation container that announced stages on
+// standard error, ended as exit and code, and left files in /out.
+func prepareRun(exit engine.ExitKind, code int, stages []string, files map[string]string) func(engine.Spec) (*engine.Result, error) {
 	return func(engine.Spec) (*engine.Result, error) {
-		return collected(0, map[string]string{"prepare.json": `{"status":"ok","stage":"","message":"","head":"` + base +
-			`","changed":["textkit/core.py"],"steps_ms":{"checkout":1}}`}), nil
+		r := collected(code, files)
+		r.Exit = exit
+		for _, s := range stages {
+			r.Stderr = append(r.Stderr, "prepare: stage "+s+"\n"...)
+		}
+		return r, nil
 	}
+}
+
+// The stages prepare.py announces up to the one it failed in.
+var (
+	untilClone = []string{"clone"}
+	untilApply = []string{"clone", "checkout", "apply_check", "apply"}
+	untilCheck = []string{"clone", "checkout", "apply_check"}
+	allStages  = []string{"clone", "checkout", "apply_check", "apply", "verify", "inject", "report"}
+	noDiff     = []string{"clone", "checkout", "verify", "inject", "report"}
+)
+
+// prepareReport is a prepare.json with the given status, stage and message.
+func prepareReport(status, stage, message string) map[string]string {
+	return map[string]string{"prepare.json": fmt.Sprintf(`{"status":%q,"stage":%q,"message":%q,"head":"","changed":[],"changed_count":0,"steps_ms":{}}`,
+		status, stage, message)}
 }
 
 // junitFor writes a report in which every id passed, except those in
@@ -165,17 +192,46 @@ func TestDecisionsWithFakeEngine(t *testing.T) {
 				}}},
 		{name: "git changed a path the gate did not keep", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
 			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": func(engine.Spec) (*engine.Result, error) {
-					return collected(0, map[string]string{"prepare.json": `{"status":"gate_mismatch","stage":"verify","message":"git changed conftest.py","head":"","changed":["conftest.py"],"steps_ms":{}}`}), nil
-				}}},
-		{name: "prepare crashes", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "prepare ended with exited (code 1)",
+				"oracle-prepare": prepareRun(engine.ExitExited, 0, allStages, prepareReport("gate_mismatch", "verify", "git changed conftest.py"))}},
+		{name: "the diff does not apply", outcome: schema.OutcomeFail, code: schema.ReasonDiffDoesNotApply,
 			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": func(engine.Spec) (*engine.Result, error) { return collected(1, nil), nil }}},
-		{name: "prepare reports an error", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "prepare failed at clone",
+				"oracle-prepare": prepareRun(engine.ExitExited, 0, allStages, prepareReport("apply_failed", "apply_check", "patch does not apply"))}},
+		// From the stage that reads the diff on, whatever stops the
+		// preparation is the candidate's doing.
+		{name: "git apply runs into the wall clock", outcome: schema.OutcomeFail, code: schema.ReasonTimeout,
 			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": func(engine.Spec) (*engine.Result, error) {
-					return collected(0, map[string]string{"prepare.json": `{"status":"error","stage":"clone","message":"bad bundle","head":"","changed":[],"steps_ms":{}}`}), nil
-				}}},
+				"oracle-prepare": prepareRun(engine.ExitTimeout, 137, untilCheck, nil)}},
+		{name: "git apply runs out of memory", outcome: schema.OutcomeFail, code: schema.ReasonMemoryLimit,
+			script: map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": prepareRun(engine.ExitOOM, 137, untilApply, nil)}},
+		{name: "prepare crashes after reading the diff", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
+			script: map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": prepareRun(engine.ExitExited, 1, untilApply, nil)}},
+		{name: "no report after the diff", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
+			script: map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": prepareRun(engine.ExitExited, 0, allStages, nil)}},
+		{name: "a report over its cap after the diff", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
+			script: map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": prepareRun(engine.ExitExited, 0, allStages, map[string]string{"prepare.json": strings.Repeat(" ", maxPrepareReport+1)})}},
+		{name: "the diff leaves no room for the hidden tests", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
+			script: map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": prepareRun(engine.ExitExited, 0, allStages, prepareReport("error", "inject", "tests is not a directory"))}},
+		// Before it, the grader's.
+		{name: "prepare crashes before the diff", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "stage clone ended with code 1",
+			script: map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": prepareRun(engine.ExitExited, 1, untilClone, nil)}},
+		{name: "prepare crashes before any stage", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "the start ended with code 1",
+			script: map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": prepareRun(engine.ExitExited, 1, nil, nil)}},
+		{name: "the clone runs into the wall clock", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "stage clone exceeded the wall-clock limit",
+			script: map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": prepareRun(engine.ExitTimeout, 137, untilClone, nil)}},
+		{name: "prepare reports an error", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "stage clone failed: bad bundle",
+			script: map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": prepareRun(engine.ExitExited, 0, []string{"clone", "report"}, prepareReport("error", "clone", "bad bundle"))}},
+		{name: "baseline: no diff, so a failed preparation is the grader's", baseline: true, outcome: schema.OutcomeError, code: schema.ReasonInfrastructure,
+			err: "stage inject failed", script: map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": prepareRun(engine.ExitExited, 0, noDiff, prepareReport("error", "inject", "tests is not a directory"))}},
 		{name: "daemon failure", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "connection refused",
 			script: map[string]func(engine.Spec) (*engine.Result, error){
 				"oracle-prepare": preparedOK(base),
@@ -264,8 +320,19 @@ func TestHardenedSpecs(t *testing.T) {
 		t.Fatalf("%d containers", len(fake.specs))
 	}
 	for _, s := range fake.specs {
-		if s.Limits.Wall != 60*time.Second || s.Limits.MemoryBytes != 512<<20 || !strings.HasPrefix(s.Run, "c") {
+		// 512 MiB of memory: at most 128 processes, however many the task allows.
+		if s.Limits.Wall != 60*time.Second || s.Limits.MemoryBytes != 512<<20 || s.Limits.PIDs != 128 || !strings.HasPrefix(s.Run, "c") {
 			t.Errorf("%s: limits %+v run %q", s.Phase, s.Limits, s.Run)
+		}
+		// Nothing a container writes but the checkout (prepare only)
+		// lands on the host's disk: its output directory is a tmpfs.
+		if s.StreamOut == nil || s.StreamOut.Dir != OutDir || len(s.Collect) != 0 {
+			t.Errorf("%s: output %+v, collect %v", s.Phase, s.StreamOut, s.Collect)
+		}
+		for _, m := range s.Mounts {
+			if !m.ReadOnly && (s.Phase != "oracle-prepare" || m.Target != WorkDir) {
+				t.Errorf("%s mounts %s writable", s.Phase, m.Target)
+			}
 		}
 		for _, e := range s.Env {
 			if strings.HasPrefix(e, "PYTHONPATH=") || strings.HasPrefix(e, "PYTEST_ADDOPTS=") {
@@ -281,6 +348,9 @@ func TestHardenedSpecs(t *testing.T) {
 				t.Errorf("%s mounts %s (read-only %v)", s.Phase, m.Target, m.ReadOnly)
 			}
 		}
+		if len(s.Cmd) < 6 || s.Cmd[2] != "-c" || s.Cmd[3] != runnerScript || s.Cmd[4] != fmt.Sprint(testOutput) {
+			t.Errorf("%s: not run under runner.py with its output capped", s.Phase)
+		}
 		cmd := strings.Join(s.Cmd, " ")
 		for _, want := range []string{"python3 -P -s -B -m pytest -c /work/pytest.ini", "--rootdir=/work/repo", "--confcutdir=/work/repo",
 			"-p no:cacheprovider", "-o addopts=", "--junitxml=/out/report.xml", " -- tests/"} {
@@ -288,5 +358,151 @@ func TestHardenedSpecs(t *testing.T) {
 				t.Errorf("%s: command lacks %q: %s", s.Phase, want, cmd)
 			}
 		}
+	}
+}
+
+// bigDrop is a diff at the default limits that the gate mostly drops:
+// files whose paths are nearly the firewall's longest (1024 bytes), one of
+// them (a setup.py) with as many hunks as the remaining bytes hold, and the
+// fix of modifyCore. The hunks of that one file alone, each recorded with
+// its path, would make a verdict larger than schema.MaxSize.
+func bigDrop() string {
+	c := strings.Repeat("é", 125) // 250 bytes: a path component may have 255
+	long := func(i int, name string) string { return fmt.Sprintf("docs/%04d/%s/%s/%s/%s/%s", i, c, c, c, c, name) }
+	var b strings.Builder
+	for i := range DefaultDiffFiles - 2 {
+		if i == 400 {
+			p := long(i, "setup.py")
+			b.WriteString("diff --git a/" + p + " b/" + p + "\n--- a/" + p + "\n+++ b/" + p + "\n")
+			rest := (DefaultDiffFiles-3-i)*len(newFile(long(i, "a.md"))) + len(modifyCore)
+			for b.Len()+20 <= DefaultDiffBytes-rest {
+				b.WriteString("@@ -1 +1 @@\n-a\n+b\n")
+			}
+			continue
+		}
+		b.WriteString(newFile(long(i, "a.md")))
+	}
+	b.WriteString(modifyCore)
+	return b.String()
+}
+
+// TestDroppedHunksInVerdict grades the largest diff the gate accepts,
+// nearly all of it dropped, and checks that the verdict stays small: the
+// first hunks with their paths cut, and the counts in the reason.
+func TestDroppedHunksInVerdict(t *testing.T) {
+	tk, err := Load(t.Context(), exampleTask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := []byte(bigDrop())
+	if len(diff) > DefaultDiffBytes {
+		t.Fatalf("the diff is %d bytes", len(diff))
+	}
+	S, H := tk.ExistingIDs, tk.HiddenIDs
+	for _, tt := range []struct {
+		name    string
+		hidden  map[string]bool // failing hidden tests
+		outcome schema.Outcome
+	}{
+		{name: "pass", outcome: schema.OutcomePass},
+		{name: "fail", hidden: map[string]bool{H[0]: true}, outcome: schema.OutcomeFail},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFakeEngine(map[string]func(engine.Spec) (*engine.Result, error){
+				"oracle-prepare": preparedOK(tk.Spec.Repo.Base), "oracle-existing": suiteRun(S, 0, nil), "oracle-hidden": suiteRun(H, 0, tt.hidden)})
+			out, err := Grade(t.Context(), fake, Request{Task: tk, Image: fakeImage, Diff: diff})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := out.Verdict
+			data, err := schema.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Outcome != tt.outcome || len(data) > 512<<10 {
+				t.Fatalf("%s, %d bytes", v.Outcome, len(data))
+			}
+			f := out.Filtered
+			if f == nil {
+				t.Fatalf("the gate refused the diff: %s", v.Reason)
+			}
+			if f.Sections != DefaultDiffFiles-1 || f.DroppedTotal < 50_000 || len(v.Compat.DroppedHunks) != maxVerdictHunks {
+				t.Fatalf("sections %d, dropped %d, in the verdict %d", f.Sections, f.DroppedTotal, len(v.Compat.DroppedHunks))
+			}
+			for _, d := range v.Compat.DroppedHunks {
+				if n := len([]rune(d.Path)); n > maxVerdictPath {
+					t.Fatalf("a path of %d characters", n)
+				}
+			}
+			note := fmt.Sprintf("the diff gate dropped %d hunks (denylist:setup.py %d, not_allowlisted %d); the verdict lists the first %d",
+				f.DroppedTotal, f.DroppedByRule["denylist:setup.py"], DefaultDiffFiles-3, maxVerdictHunks)
+			if !strings.HasSuffix(v.Reason, note) {
+				t.Fatalf("reason %q does not end with %q", v.Reason, note)
+			}
+			// Every record the gate keeps, each with its whole path, is
+			// more than a verdict can hold.
+			whole := *v
+			whole.Compat = &schema.Compat{Mode: schema.ModeFinal, DroppedHunks: f.Dropped}
+			if _, err := schema.Marshal(&whole); !errors.Is(err, schema.ErrTooLarge) {
+				t.Fatalf("a verdict with every record: %v, want ErrTooLarge", err)
+			}
+			var entries int
+			for _, e := range out.Log {
+				if e.Phase == "gate" && strings.Contains(e.Message, "dropped") {
+					entries++
+				}
+			}
+			if entries > maxLoggedDrops+1 {
+				t.Fatalf("%d log entries about dropped hunks", entries)
+			}
+		})
+	}
+}
+
+// TestCaseReasonsBounded grades a task with as many tests as a task may
+// have, all failing with long messages in two-byte characters: the
+// reasons share a budget, and the verdict stays signable.
+func TestCaseReasonsBounded(t *testing.T) {
+	dir := copyTask(t)
+	var S, H []string
+	for i := range maxTests {
+		S = append(S, fmt.Sprintf("tests/test_core.py::test_existing_%04d", i))
+		H = append(H, fmt.Sprintf("tests/test_slugify_hidden.py::test_hidden_%04d", i))
+	}
+	writeList(t, dir, strings.Join(S, "\n")+"\n")
+	editSpec(t, dir, func(m map[string]any) { m["hidden"].(map[string]any)["tests"] = H })
+	tk, err := Load(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	message := strings.Repeat("é", 1000)
+	failAll := func(ids []string) func(engine.Spec) (*engine.Result, error) {
+		var b strings.Builder
+		b.WriteString(`<testsuites><testsuite name="pytest">`)
+		for _, id := range ids {
+			k := keyOf(id)
+			fmt.Fprintf(&b, `<testcase classname="%s" name="%s"><failure message="%s"/></testcase>`, k.classname, k.name, message)
+		}
+		b.WriteString(`</testsuite></testsuites>`)
+		return func(engine.Spec) (*engine.Result, error) {
+			return collected(1, map[string]string{"report.xml": b.String()}), nil
+		}
+	}
+	fake := newFakeEngine(map[string]func(engine.Spec) (*engine.Result, error){
+		"oracle-prepare": preparedOK(tk.Spec.Repo.Base), "oracle-existing": failAll(S), "oracle-hidden": failAll(H)})
+	out, err := Grade(t.Context(), fake, Request{Task: tk, Image: fakeImage, Diff: []byte(modifyCore)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := out.Verdict
+	if v.Outcome != schema.OutcomeFail || v.ReasonCode != schema.ReasonWrongAnswer || len(v.Cases) != 2*maxTests {
+		t.Fatalf("%s %s, %d cases", v.Outcome, v.ReasonCode, len(v.Cases))
+	}
+	data, err := schema.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > schema.MaxSize*3/4 {
+		t.Fatalf("a verdict of %d bytes leaves little room", len(data))
 	}
 }

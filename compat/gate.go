@@ -21,13 +21,24 @@ import (
 // ErrDiff is wrapped by every error Gate.Filter returns: the diff is
 // malformed, too large or names a path no repository file can have. It is
 // the candidate's doing (a FAIL), never an infrastructure error.
-var ErrDiff = errors.New("compat: malformed diff")
+var ErrDiff = errors.New("compat: diff refused")
 
-// MaxDiffBytes is the largest diff the gate reads.
-const MaxDiffBytes = 8 << 20
+// ErrDiffTooLarge is wrapped by the error for a diff over the gate's size
+// or file-section limit. It matches ErrDiff too.
+var ErrDiffTooLarge = fmt.Errorf("%w: too large", ErrDiff)
 
-// maxDropped bounds the dropped-hunk records a verdict carries (the
-// schema's limit).
+// Bounds on the diffs a gate reads. A task may set its own limits (its
+// spec's limits.diff_bytes and limits.diff_files) up to MaxDiffBytes and
+// MaxDiffFiles; the defaults apply otherwise.
+const (
+	DefaultDiffBytes = 4 << 20
+	DefaultDiffFiles = 1000
+	MaxDiffBytes     = 8 << 20
+	MaxDiffFiles     = 50_000
+)
+
+// maxDropped bounds the dropped-hunk records Filtered keeps; DroppedTotal
+// and DroppedByRule count past it.
 const maxDropped = 4096
 
 // Rules the gate records for a dropped file section (schema.DroppedHunk's
@@ -70,10 +81,17 @@ var DefaultDeny = []string{
 // symbolic link or gitlink, touches a Protected path, touches a path a Deny
 // glob matches, or touches a path no Allow glob matches; everything else is
 // kept verbatim. The zero Gate keeps nothing.
+//
+// MaxBytes and MaxFiles bound the gate's work: a diff larger than MaxBytes
+// is refused before it is parsed, and one with more than MaxFiles file
+// sections as soon as the parser meets the first section too many, before
+// any path is judged. Zero means DefaultDiffBytes and DefaultDiffFiles.
 type Gate struct {
 	Allow     []string
 	Deny      []string
 	Protected []Protected
+	MaxBytes  int
+	MaxFiles  int
 }
 
 // Protected is a path no diff may touch, with the rule recorded when one
@@ -94,10 +112,13 @@ type Filtered struct {
 	// applying Diff, no other file of the checkout may have changed.
 	Paths []string
 	// Dropped records each dropped hunk (a section without text hunks
-	// counts as one) with the path and the rule that dropped it, at most
-	// 4096 of them; DroppedTotal counts them all.
-	Dropped      []schema.DroppedHunk
-	DroppedTotal int
+	// counts as one) with the path and the rule that dropped it, in diff
+	// order, at most 4096 of them; DroppedTotal counts them all and
+	// DroppedByRule counts them by rule. A verdict records fewer (see
+	// Grade).
+	Dropped       []schema.DroppedHunk
+	DroppedTotal  int
+	DroppedByRule map[string]int
 	// Sections is the number of file sections read; Ignored the number of
 	// lines outside any section (a commit message, a diffstat), which are
 	// not passed on.
@@ -132,12 +153,17 @@ type section struct {
 
 // Filter parses diff as a unified diff in git's format (traditional
 // "---"/"+++" sections are accepted too) and applies the gate to each file
-// section. It returns an error wrapping ErrDiff when the diff is malformed.
+// section. It returns an error wrapping ErrDiff when the diff is malformed,
+// and one wrapping ErrDiffTooLarge when it is over the gate's limits. Its
+// work is linear in the size of the diff, plus a bounded number of
+// firewall checks per file section.
 func (g Gate) Filter(diff []byte) (*Filtered, error) {
-	if len(diff) > MaxDiffBytes {
-		return nil, &DiffError{Msg: fmt.Sprintf("larger than %d bytes", MaxDiffBytes)}
+	maxBytes, maxFiles := g.limits()
+	if len(diff) > maxBytes {
+		return nil, fmt.Errorf("%w: the diff is %d bytes; this task accepts at most %d", ErrDiffTooLarge, len(diff), maxBytes)
 	}
 	p := newParser(diff)
+	p.maxSections = maxFiles
 	secs, err := p.parse()
 	if err != nil {
 		return nil, err
@@ -149,7 +175,7 @@ func (g Gate) Filter(diff []byte) (*Filtered, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Filtered{Sections: len(secs), Ignored: p.ignored, Dropped: []schema.DroppedHunk{}}
+	out := &Filtered{Sections: len(secs), Ignored: p.ignored, Dropped: []schema.DroppedHunk{}, DroppedByRule: map[string]int{}}
 	var kept bytes.Buffer
 	paths := map[string]bool{}
 	for _, s := range secs {
@@ -168,11 +194,11 @@ func (g Gate) Filter(diff []byte) (*Filtered, error) {
 			}
 			continue
 		}
-		for range max(s.hunks, 1) {
-			out.DroppedTotal++
-			if len(out.Dropped) < maxDropped {
-				out.Dropped = append(out.Dropped, schema.DroppedHunk{Path: path, Rule: rule})
-			}
+		n := max(s.hunks, 1)
+		out.DroppedTotal += n
+		out.DroppedByRule[rule] += n
+		for range min(n, maxDropped-len(out.Dropped)) {
+			out.Dropped = append(out.Dropped, schema.DroppedHunk{Path: path, Rule: rule})
 		}
 	}
 	out.Diff = kept.Bytes()
@@ -185,14 +211,68 @@ func (g Gate) Filter(diff []byte) (*Filtered, error) {
 	return out, nil
 }
 
-// matcher is a compiled Gate.
+// limits returns the gate's size and file-section limits.
+func (g Gate) limits() (size, files int) {
+	size, files = g.MaxBytes, g.MaxFiles
+	if size <= 0 {
+		size = DefaultDiffBytes
+	}
+	if files <= 0 {
+		files = DefaultDiffFiles
+	}
+	return size, files
+}
+
+// matcher is a compiled Gate. It remembers what it found for each path,
+// since a section usually names its path twice and every lookup is a
+// firewall run.
 type matcher struct {
 	allow, deny, protected globs
 	rules                  []string // rule of each protected pattern
+	seen                   map[string]*pathFacts
+}
+
+// pathFacts is what the matcher knows about one path. Each list is
+// matched once, when first needed.
+type pathFacts struct {
+	err                 error // the firewall's verdict on the name itself
+	protected, deny     int   // index of the first matching pattern, or -1
+	denyDone, allowDone bool
+	allowed             bool
+}
+
+func (m *matcher) facts(p string) *pathFacts {
+	if f, ok := m.seen[p]; ok {
+		return f
+	}
+	// Matching the protected list also passes the name through the
+	// firewall's name rules, so it is always done first.
+	f := &pathFacts{deny: -1}
+	f.protected, f.err = m.protected.first(p)
+	m.seen[p] = f
+	return f
+}
+
+func (m *matcher) denied(p string) int {
+	f := m.facts(p)
+	if !f.denyDone {
+		f.deny, _ = m.deny.first(p)
+		f.denyDone = true
+	}
+	return f.deny
+}
+
+func (m *matcher) allowed(p string) bool {
+	f := m.facts(p)
+	if !f.allowDone {
+		f.allowed, _ = dropped(p, m.allow)
+		f.allowDone = true
+	}
+	return f.allowed
 }
 
 func (g Gate) compile() (*matcher, error) {
-	m := &matcher{allow: globs(g.Allow), deny: globs(g.Deny)}
+	m := &matcher{allow: globs(g.Allow), deny: globs(g.Deny), seen: map[string]*pathFacts{}}
 	for _, p := range g.Protected {
 		m.protected = append(m.protected, "/"+escapeGlob(p.Path))
 		m.rules = append(m.rules, p.Rule)
@@ -209,7 +289,7 @@ func (g Gate) compile() (*matcher, error) {
 // An error means a name no repository file can have.
 func (m *matcher) judge(s section) (string, string, error) {
 	for _, n := range s.names {
-		if _, err := globs(nil).first(n); err != nil {
+		if err := m.facts(n).err; err != nil {
 			return "", "", fmt.Errorf("path %s: %v", strconv.Quote(n), err)
 		}
 	}
@@ -223,17 +303,17 @@ func (m *matcher) judge(s section) (string, string, error) {
 		return primary, RuleSubmodule, nil
 	}
 	for _, n := range s.names {
-		if i, _ := m.protected.first(n); i >= 0 {
+		if i := m.facts(n).protected; i >= 0 {
 			return n, m.rules[i], nil
 		}
 	}
 	for _, n := range s.names {
-		if i, _ := m.deny.first(n); i >= 0 {
+		if i := m.denied(n); i >= 0 {
 			return n, RuleDenyPrefix + m.deny[i], nil
 		}
 	}
 	for _, n := range s.names {
-		if i, _ := m.allow.first(n); i < 0 {
+		if !m.allowed(n) {
 			return n, RuleNotAllowed, nil
 		}
 	}
@@ -292,9 +372,10 @@ func escapeGlob(p string) string {
 
 // diffParser reads a diff line by line.
 type diffParser struct {
-	data    []byte
-	starts  []int // byte offset of each line; one more entry for the end
-	ignored int
+	data        []byte
+	starts      []int // byte offset of each line; one more entry for the end
+	ignored     int
+	maxSections int // more is an error; zero means no limit
 }
 
 func newParser(data []byte) *diffParser {
@@ -352,6 +433,10 @@ func (p *diffParser) parse() ([]section, error) {
 		if err != nil {
 			return nil, err
 		}
+		if p.maxSections > 0 && len(secs) == p.maxSections {
+			return nil, fmt.Errorf("%w: the diff has more than %d file sections (line %d starts one more); this task accepts at most %d",
+				ErrDiffTooLarge, p.maxSections, i+1, p.maxSections)
+		}
 		secs = append(secs, s)
 		i = s.last + 1
 	}
@@ -380,13 +465,20 @@ func (p *diffParser) gitSection(i int) (section, error) {
 		}
 	}
 	j := i + 1
+	// git writes each extended header line at most once; allowing repeats
+	// would let one section name any number of paths.
+	seen := make([]bool, len(extended))
 header:
 	for ; j < p.n(); j++ {
 		l := p.text(j)
-		for _, pre := range extended {
+		for k, pre := range extended {
 			if !strings.HasPrefix(l, pre) {
 				continue
 			}
+			if seen[k] {
+				return s, errAt(j, "repeated %q line", strings.TrimSpace(pre))
+			}
+			seen[k] = true
 			v := l[len(pre):]
 			switch pre {
 			case "old mode ", "new mode ", "deleted file mode ", "new file mode ":
@@ -549,17 +641,7 @@ func splitGitHeader(h string) (a, b string, ok bool) {
 			return h[:i], b, true
 		}
 	}
-	var found []int
-	for i := 0; i < len(h); i++ {
-		if h[i] != ' ' {
-			continue
-		}
-		x, errX := stripPrefix(h[:i])
-		y, errY := stripPrefix(h[i+1:])
-		if errX == nil && errY == nil && x == y {
-			found = append(found, i)
-		}
-	}
+	found := sameNameSplits(h)
 	if len(found) == 0 && strings.Count(h, " ") == 1 {
 		found = append(found, strings.IndexByte(h, ' '))
 	}
@@ -567,6 +649,33 @@ func splitGitHeader(h string) (a, b string, ok bool) {
 		return "", "", false
 	}
 	return h[:found[0]], h[found[0]+1:], true
+}
+
+// sameNameSplits returns the spaces of h at which it splits into two
+// names that are the same once their first component is stripped: "a/x y"
+// and "b/x y" in "a/x y b/x y". There is at most one, and finding it takes
+// one pass. For a split at i the left name is h[s+1:i], where s is h's
+// first slash, and the right one, h[q+1:] where q is the first slash after
+// i, must have the same length, so q = len(h)-i+s. As i grows the first
+// slash after it never moves left while len(h)-i+s moves left, so they
+// meet at most once and only that split needs its names compared.
+func sameNameSplits(h string) []int {
+	s := strings.IndexByte(h, '/')
+	if s < 0 {
+		return nil
+	}
+	next := len(h) // the first slash after i
+	for i := len(h) - 1; i >= s+2; i-- {
+		switch h[i] {
+		case '/':
+			next = i
+		case ' ':
+			if next == len(h)-i+s && next < len(h)-1 && h[s+1:i] == h[next+1:] {
+				return []int{i}
+			}
+		}
+	}
+	return nil
 }
 
 // headerName reads the name of a "---" or "+++" line: C-quoted, or up to a

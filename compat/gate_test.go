@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -195,7 +198,7 @@ func TestGateMalformed(t *testing.T) {
 		{"bad mode", "diff --git a/textkit/x.py b/textkit/x.py\nnew mode 9\n", "bad mode"},
 		{"bad quoting", "diff --git \"a/textkit/x.py b/textkit/x.py\n--- \"a/textkit/x\n+++ b/textkit/x.py\n@@ -1 +1 @@\n-a\n+b\n", "unterminated"},
 		{"binary outside a section", "GIT binary patch\nliteral 0\n", "binary patch outside"},
-		{"too large", strings.Repeat("x", MaxDiffBytes+1), "larger than"},
+		{"repeated rename lines", "diff --git a/textkit/a.py b/textkit/b.py\nrename from textkit/a.py\nrename to textkit/b.py\nrename to textkit/c.py\n", "repeated"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,6 +211,142 @@ func TestGateMalformed(t *testing.T) {
 				t.Fatalf("error %q does not mention %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// sections returns a diff of n sections adding files at the given paths.
+func sections(n int, path func(i int) string) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(newFile(path(i)))
+	}
+	return b.String()
+}
+
+func TestGateLimits(t *testing.T) {
+	inPackage := func(i int) string { return fmt.Sprintf("textkit/f%d.py", i) }
+	small := Gate{Allow: testGate.Allow, Deny: testGate.Deny, MaxBytes: 2048, MaxFiles: 3}
+	tests := []struct {
+		name string
+		gate Gate
+		diff string
+		want string // empty: accepted
+	}{
+		{name: "at the default size", gate: testGate, diff: modifyCore + strings.Repeat("x\n", (DefaultDiffBytes-len(modifyCore))/2)},
+		{name: "over the default size", gate: testGate, diff: strings.Repeat("x", DefaultDiffBytes+1), want: "4194305 bytes; this task accepts at most 4194304"},
+		{name: "over the largest size, unparsed", gate: testGate, diff: "@@ not even a diff" + strings.Repeat("\n", MaxDiffBytes), want: "this task accepts at most 4194304"},
+		{name: "at the default file count", gate: testGate, diff: sections(DefaultDiffFiles, inPackage)},
+		{name: "over the default file count", gate: testGate, diff: sections(DefaultDiffFiles+1, inPackage), want: "more than 1000 file sections"},
+		{name: "dropped sections count too", gate: testGate, diff: sections(DefaultDiffFiles+1, func(i int) string { return fmt.Sprintf("docs/f%d.md", i) }),
+			want: "more than 1000 file sections"},
+		{name: "a task's own size limit", gate: small, diff: modifyCore + strings.Repeat("x\n", 1024), want: "this task accepts at most 2048"},
+		{name: "a task's own file limit", gate: small, diff: sections(4, inPackage), want: "more than 3 file sections"},
+		{name: "within a task's own limits", gate: small, diff: sections(3, inPackage)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := tt.gate.Filter([]byte(tt.diff))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrDiffTooLarge) || !errors.Is(err, ErrDiff) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v (%v), want an error matching ErrDiffTooLarge that mentions %q", err, f, tt.want)
+			}
+		})
+	}
+}
+
+// TestGateHostileShapes runs the gate on diffs at the default size limit
+// shaped against its parser: each finishes in one pass, so this test
+// would run for hours, not seconds, if one did not.
+func TestGateHostileShapes(t *testing.T) {
+	fill := func(prefix, unit, suffix string) string {
+		n := (DefaultDiffBytes - len(prefix) - len(suffix)) / len(unit)
+		return prefix + strings.Repeat(unit, n) + suffix
+	}
+	tests := []struct {
+		name string
+		diff string
+		ok   bool
+	}{
+		{name: "header of spaces", diff: fill("diff --git a/", " ", "\nold mode 100644\nnew mode 100755\n")},
+		{name: "header of names and spaces", diff: fill("diff --git a/", "x ", "\nold mode 100644\nnew mode 100755\n")},
+		{name: "header of slashes and spaces", diff: fill("diff --git a/", "/ ", "\nold mode 100644\nnew mode 100755\n")},
+		{name: "quoted header", diff: fill("diff --git \"a/", `\303\251`, "\" b/x\nold mode 100644\nnew mode 100755\n")},
+		{name: "one long hunk line", diff: fill("diff --git a/textkit/x.py b/textkit/x.py\n--- a/textkit/x.py\n+++ b/textkit/x.py\n@@ -1 +1 @@\n-a\n+", "b", "\n"), ok: true},
+		{name: "many hunks", diff: fill("diff --git a/textkit/x.py b/textkit/x.py\n--- a/textkit/x.py\n+++ b/textkit/x.py\n", "@@ -1 +1 @@\n-a\n+b\n", ""), ok: true},
+		{name: "many dropped hunks", diff: fill("diff --git a/setup.py b/setup.py\n--- a/setup.py\n+++ b/setup.py\n", "@@ -1 +1 @@\n-a\n+b\n", ""), ok: true},
+		{name: "a long binary patch", diff: fill("diff --git a/textkit/x b/textkit/x\nGIT binary patch\nliteral 1\n", "Icmx\n", ""), ok: true},
+		{name: "lines outside any section", diff: fill("", "x\n", modifyCore), ok: true},
+		{name: "empty lines", diff: fill("", "\n", modifyCore), ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := testGate.Filter([]byte(tt.diff))
+			if tt.ok && err != nil || !tt.ok && !errors.Is(err, ErrDiff) {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+}
+
+// TestSameNameSplits checks the one-pass split of a "diff --git" line
+// against the obvious quadratic search, on short random lines.
+func TestSameNameSplits(t *testing.T) {
+	naive := func(h string) []int {
+		var found []int
+		for i := 0; i < len(h); i++ {
+			if h[i] != ' ' {
+				continue
+			}
+			x, errX := stripPrefix(h[:i])
+			y, errY := stripPrefix(h[i+1:])
+			if errX == nil && errY == nil && x == y {
+				found = append(found, i)
+			}
+		}
+		return found
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		b := make([]byte, rng.IntN(14))
+		for i := range b {
+			b[i] = "ab/ "[rng.IntN(4)]
+		}
+		h := string(b)
+		if got, want := sameNameSplits(h), naive(h); !cmp.Equal(got, want, cmpopts.EquateEmpty()) {
+			t.Fatalf("%q: got %v, want %v", h, got, want)
+		}
+	}
+	for _, h := range []string{"a/x y b/x y", "a/b b/b", "a/b c/d", "a/ b/", "x/a b c/a b", "a/a a/a a a/a a/a"} {
+		if got, want := sameNameSplits(h), naive(h); !cmp.Equal(got, want, cmpopts.EquateEmpty()) {
+			t.Errorf("%q: got %v, want %v", h, got, want)
+		}
+	}
+}
+
+// TestGateCountsDroppedHunks checks the counts past the records Filtered
+// keeps.
+func TestGateCountsDroppedHunks(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("diff --git a/setup.py b/setup.py\n--- a/setup.py\n+++ b/setup.py\n")
+	for range 5000 {
+		b.WriteString("@@ -1 +1 @@\n-a\n+b\n")
+	}
+	b.WriteString(newFile("conftest.py") + newFile("README.md") + modifyCore)
+	f, err := testGate.Filter([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"denylist:setup.py": 5000, "denylist:conftest.py": 1, RuleNotAllowed: 1}
+	if f.DroppedTotal != 5002 || len(f.Dropped) != maxDropped || !cmp.Equal(f.DroppedByRule, want) {
+		t.Fatalf("total %d, records %d, by rule %v", f.DroppedTotal, len(f.Dropped), f.DroppedByRule)
+	}
+	if string(f.Diff) != modifyCore {
+		t.Fatalf("kept %q", f.Diff)
 	}
 }
 

@@ -14,9 +14,12 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/engine"
@@ -26,6 +29,15 @@ import (
 
 //go:embed prepare.py
 var prepareScript []byte
+
+// runnerScript runs pytest with its output capped (see runner.py).
+//
+//go:embed runner.py
+var runnerScript string
+
+// runnerLimitExit is the exit status runner.py is told to use when the
+// tests' output passed its cap. pytest's own are 0 to 5.
+const runnerLimitExit = 86
 
 // Engine is what the compat tier needs from the container engine;
 // *engine.Docker satisfies it.
@@ -42,7 +54,7 @@ const (
 	WorkDir   = "/work"            // the checkout; read-only for the test runs
 	RepoDir   = "/work/repo"       // the repository: pytest's rootdir and confcutdir
 	IniPath   = "/work/pytest.ini" // the judge-owned pytest configuration, outside the repository
-	OutDir    = "/out"             // each container's own output volume
+	OutDir    = "/out"             // each container's own output directory: a tmpfs with a quota
 )
 
 // SourceDateEpoch is the fixed SOURCE_DATE_EPOCH of every oracle run
@@ -117,7 +129,10 @@ var (
 // injected, and the existing suite then the hidden suite run, each in a
 // fresh container. It returns PASS or FAIL with a nil error. An error means
 // the oracle could not grade (never the candidate's fault); the Outcome
-// then, when not nil, holds an ERROR verdict and the log so far.
+// then, when not nil, holds an ERROR verdict and the log so far. The
+// verdict lists the first 256 dropped hunks, with paths cut to 256
+// characters, and says in its reason how many it leaves out; the log and
+// Outcome.Filtered have more.
 func Grade(ctx context.Context, eng Engine, req Request) (*Outcome, error) {
 	if req.Diff == nil {
 		return nil, errors.New("compat: Grade needs a diff (an empty diff grades the base; use Check for the baseline)")
@@ -242,7 +257,7 @@ func (g *grading) finish(ctx context.Context, body func(context.Context) (*schem
 		v = g.skeleton()
 		v.Outcome = schema.OutcomeError
 		v.ReasonCode = schema.ReasonInfrastructure
-		v.Reason = text(err.Error(), 480)
+		v.Reason = g.reason(err.Error())
 	}
 	g.timings.TeardownMS = g.teardown.Milliseconds()
 	g.timings.TotalMS = time.Since(g.start).Milliseconds()
@@ -277,10 +292,89 @@ func (g *grading) skeleton() *schema.Verdict {
 	v.Compat.Mode = g.mode
 	if g.filtered != nil {
 		v.Compat.AppliedDiffSHA256 = g.filtered.SHA256
-		v.Compat.DroppedHunks = g.filtered.Dropped
+		v.Compat.DroppedHunks = verdictHunks(g.filtered)
 	}
 	v.SetCases(g.notRun("not run"))
 	return v
+}
+
+// What a verdict records of the dropped hunks: the first maxVerdictHunks
+// in diff order, each path cut to maxVerdictPath characters, and, when
+// that is not all of them, a note in the reason with the counts. A verdict
+// therefore stays far below schema.MaxSize whatever the diff; the grade's
+// log has the longer list (Filtered.Dropped) and the counts by rule.
+const (
+	maxVerdictHunks = 256
+	maxVerdictPath  = 256
+	maxVerdictRule  = 256
+)
+
+func verdictHunks(f *Filtered) []schema.DroppedHunk {
+	n := min(len(f.Dropped), maxVerdictHunks)
+	out := make([]schema.DroppedHunk, n)
+	for i, d := range f.Dropped[:n] {
+		out[i] = schema.DroppedHunk{Path: text(d.Path, maxVerdictPath), Rule: text(d.Rule, maxVerdictRule)}
+	}
+	return out
+}
+
+// omitted describes the dropped hunks a verdict does not list, or is
+// empty when it lists them all: the total and the count of the most
+// frequent rules.
+func omitted(f *Filtered) string {
+	if f == nil || f.DroppedTotal <= maxVerdictHunks {
+		return ""
+	}
+	rules := sortedKeys(f.DroppedByRule)
+	slices.SortStableFunc(rules, func(a, b string) int { return f.DroppedByRule[b] - f.DroppedByRule[a] })
+	var parts []string
+	for i, r := range rules {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more rules", len(rules)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", text(r, 48), f.DroppedByRule[r]))
+	}
+	return fmt.Sprintf("the diff gate dropped %d hunks (%s); the verdict lists the first %d",
+		f.DroppedTotal, strings.Join(parts, ", "), maxVerdictHunks)
+}
+
+// reason makes a verdict's reason out of s, escaped and cut by text,
+// followed by the note about unlisted dropped hunks when there is one.
+func (g *grading) reason(s string) string {
+	note := omitted(g.filtered)
+	switch {
+	case note == "":
+		return text(s, 1000)
+	case s == "":
+		return note
+	}
+	return text(s, 1000-utf8.RuneCountInString(note)-2) + "; " + note
+}
+
+// maxLoggedDrops bounds the log entries listing dropped hunks.
+const maxLoggedDrops = 1000
+
+// logDropped lists the dropped hunks Filtered recorded in the log, one
+// entry per run of hunks with the same path and rule.
+func (g *grading) logDropped(f *Filtered) {
+	logged := 0
+	for i := 0; i < len(f.Dropped); {
+		j := i + 1
+		for j < len(f.Dropped) && f.Dropped[j] == f.Dropped[i] {
+			j++
+		}
+		if logged == maxLoggedDrops {
+			g.event("gate", "more hunks dropped", "hunks", f.DroppedTotal-i)
+			return
+		}
+		g.event("gate", "hunk dropped", "path", f.Dropped[i].Path, "rule", f.Dropped[i].Rule, "hunks", j-i)
+		logged++
+		i = j
+	}
+	if n := len(f.Dropped); f.DroppedTotal > n {
+		g.event("gate", "more hunks dropped", "hunks", f.DroppedTotal-n)
+	}
 }
 
 // notRun records every expected test as not run.
@@ -289,7 +383,7 @@ func (g *grading) notRun(reason string) []schema.Case {
 	add := func(ids []string, suite schema.Suite) {
 		for _, id := range ids {
 			cases = append(cases, schema.Case{ID: id, Outcome: schema.OutcomeFail, DecidedBy: DecidedByOracle, Exit: schema.ExitNotRun,
-				Suite: suite, Reason: text(reason, 400)})
+				Suite: suite, Reason: text(reason, g.t.reasonChars())})
 		}
 	}
 	add(g.t.ExistingIDs, schema.SuiteExisting)
@@ -302,7 +396,7 @@ func (g *grading) failEarly(code, decidedBy, reason string) *schema.Verdict {
 	v := g.skeleton()
 	v.Outcome = schema.OutcomeFail
 	v.ReasonCode = code
-	v.Reason = text(reason, 1000)
+	v.Reason = g.reason(reason)
 	cases := g.notRun("not run: " + code)
 	for i := range cases {
 		cases[i].DecidedBy = decidedBy
@@ -325,11 +419,9 @@ func (g *grading) final(ctx context.Context) (*schema.Verdict, error) {
 		return nil, err
 	}
 	g.filtered = f
-	for _, d := range f.Dropped {
-		g.event("gate", "hunk dropped", "path", d.Path, "rule", d.Rule)
-	}
-	g.event("gate", "diff filtered", "sections", f.Sections, "kept_paths", f.Paths, "dropped_hunks", f.DroppedTotal,
-		"ignored_lines", f.Ignored, "applied_diff_sha256", f.SHA256, "applied_diff_bytes", len(f.Diff))
+	g.logDropped(f)
+	g.event("gate", "diff filtered", "sections", f.Sections, "kept_paths", len(f.Paths), "dropped_hunks", f.DroppedTotal,
+		"dropped_by_rule", f.DroppedByRule, "ignored_lines", f.Ignored, "applied_diff_sha256", f.SHA256, "applied_diff_bytes", len(f.Diff))
 
 	work, err := g.setup(ctx, f)
 	g.timings.SetupMS = time.Since(setup).Milliseconds()
@@ -338,15 +430,12 @@ func (g *grading) final(ctx context.Context) (*schema.Verdict, error) {
 	}
 	oracle := time.Now()
 	defer func() { g.timings.OracleMS = time.Since(oracle).Milliseconds() }()
-	st, err := g.prepare(ctx, work)
-	if err != nil {
+	if err := g.prepare(ctx, work); err != nil {
+		var fault *diffFault
+		if errors.As(err, &fault) {
+			return g.failEarly(fault.code, fault.decidedBy, fault.reason), nil
+		}
 		return nil, err
-	}
-	switch st.Status {
-	case "apply_failed":
-		return g.failEarly(schema.ReasonDiffDoesNotApply, DecidedByGitApply, "the filtered diff does not apply to the base: "+st.Message), nil
-	case "gate_mismatch":
-		return g.failEarly(schema.ReasonRejectedArtifact, DecidedByDiffGate, st.Message), nil
 	}
 	runs, err := g.suites(ctx, work, 1)
 	if err != nil {
@@ -365,7 +454,7 @@ func (g *grading) baseline(ctx context.Context) (*schema.Verdict, error) {
 	}
 	oracle := time.Now()
 	defer func() { g.timings.OracleMS = time.Since(oracle).Milliseconds() }()
-	if _, err := g.prepare(ctx, work); err != nil {
+	if err := g.prepare(ctx, work); err != nil {
 		return nil, err
 	}
 	runs, err := g.suites(ctx, work, 2)
@@ -586,6 +675,12 @@ func (t *Task) env() []string {
 	return env
 }
 
+// runnerCmd runs cmd under runner.py, which caps its output at testOutput
+// bytes.
+func runnerCmd(cmd []string) []string {
+	return append([]string{"python3", "-I", "-c", runnerScript, strconv.Itoa(testOutput), strconv.Itoa(runnerLimitExit)}, cmd...)
+}
+
 // pytestCmd is the hardened pytest invocation. The interpreter is not run
 // with -I: isolated mode implies -E, which would also drop PYTHONHASHSEED.
 // -P (no unsafe sys.path entry), -s (no user site) and -B (no bytecode)
@@ -598,83 +693,174 @@ func pytestCmd(ids []string) []string {
 		"--junitxml=" + OutDir + "/report.xml", "-q", "--"}, ids...)
 }
 
-func (g *grading) limits(stdout int64) engine.Limits {
+// mibPerProcess is the memory the oracle sets aside for each process it
+// allows: a container gets at most one process per mibPerProcess MiB of its
+// memory limit. A forked Python process costs about 1 MiB of kernel and
+// copied memory, so a fork bomb always meets the pids limit with most of
+// the memory to spare and cannot end in a race between the two.
+const mibPerProcess = 4
+
+// testOutput caps what a test run may print, standard output and error
+// together. runner.py stops the run one byte past it: a flood of output is
+// FAIL output_limit within milliseconds, long before the wall clock could
+// decide.
+const testOutput = 8 << 20
+
+// limits are the engine limits of an oracle container that may print up
+// to output bytes. Every container streams its output directory, so what
+// it prints arrives on standard error.
+func (g *grading) limits(output int64) engine.Limits {
 	l := g.t.Spec.Limits
 	return engine.Limits{
 		Wall:        time.Duration(l.WallSeconds) * time.Second,
 		MemoryBytes: l.MemoryMB << 20,
-		PIDs:        l.PIDs,
+		PIDs:        min(l.PIDs, l.MemoryMB/mibPerProcess),
 		TmpfsBytes:  l.TmpfsMB << 20,
-		StdoutBytes: stdout,
-		StderrBytes: 256 << 10,
+		StderrBytes: output,
 	}
 }
 
-// outPolicy bounds what a container leaves in its output volume.
+// outDir is the output directory of an oracle container: a tmpfs of at
+// most size bytes (charged to the container's memory) and inodes files, which
+// the engine streams out through the firewall under outPolicy once the
+// container has ended by itself. Code under test that fills it gets
+// ENOSPC; the host's disk is never involved.
+func outDir(size, inodes int64) *engine.StreamOut {
+	return &engine.StreamOut{Dir: OutDir, Bytes: size, Inodes: inodes}
+}
+
+// outPolicy bounds what a container leaves in its output directory.
 var outPolicy = firewall.Policy{MaxEntries: 1000, MaxFileBytes: maxReportBytes, MaxTotalBytes: 64 << 20}
 
 // prepared is prepare.py's report.
 type prepared struct {
-	Status  string           `json:"status"`
-	Stage   string           `json:"stage"`
-	Message string           `json:"message"`
-	Head    string           `json:"head"`
-	Changed []string         `json:"changed"`
-	StepsMS map[string]int64 `json:"steps_ms"`
+	Status  string `json:"status"`
+	Stage   string `json:"stage"`
+	Message string `json:"message"`
+	Head    string `json:"head"`
+	// Changed names the first paths git changed; ChangedCount counts
+	// them all.
+	Changed      []string         `json:"changed"`
+	ChangedCount int              `json:"changed_count"`
+	StepsMS      map[string]int64 `json:"steps_ms"`
 }
 
-// prepare runs the trusted preparation container. No candidate code runs
-// in it, so anything but a clean report or a diff that does not apply is
-// an infrastructure error.
-func (g *grading) prepare(ctx context.Context, work string) (*prepared, error) {
-	out, err := g.newVolume(ctx, "oracle-out")
-	if err != nil {
-		return nil, err
+// maxPrepareReport bounds prepare.json, whose message and path list
+// prepare.py bounds itself.
+const maxPrepareReport = 1 << 20
+
+// stageDiff is the stage in which prepare.py first reads the candidate's
+// diff (git apply --check). It announces every stage on standard error
+// before it starts it.
+const stageDiff = "apply_check"
+
+// stages returns the stages prepare.py announced, in order.
+func stages(stderr []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(stderr), "\n") {
+		if name, ok := strings.CutPrefix(line, "prepare: stage "); ok {
+			out = append(out, name)
+		}
 	}
-	defer g.removeVolume(ctx, out)
+	return out
+}
+
+// diffFault is a failure of the preparation container after it started
+// on the candidate's diff: the grade is a FAIL decided before any test ran,
+// not an ERROR.
+type diffFault struct {
+	code, decidedBy, reason string
+}
+
+func (f *diffFault) Error() string { return f.reason }
+
+// prepare runs the preparation container. No candidate code runs in it,
+// but from the stage that reads the diff on, its inputs are the
+// candidate's bytes: a diff that does not apply, changes a path the gate
+// did not keep, leaves no room for the hidden tests, or drives git into a
+// limit is a *diffFault. A failure before that stage (the clone, the
+// checkout of the base) or of the engine itself is the grader's.
+func (g *grading) prepare(ctx context.Context, work string) error {
 	res, err := g.eng.Run(ctx, engine.Spec{
 		Run: g.req.Run, Phase: "oracle-prepare", Image: g.req.Image,
 		Cmd: []string{"python3", "-I", "-B", InputsDir + "/prepare.py"}, Env: g.t.env(), WorkDir: WorkDir,
-		Mounts: []engine.Mount{{Volume: g.inputs, Target: InputsDir, ReadOnly: true}, {Volume: work, Target: WorkDir}, {Volume: out, Target: OutDir}},
-		Limits: g.limits(256 << 10), Collect: []string{OutDir}, CollectPolicy: outPolicy,
+		Mounts: []engine.Mount{{Volume: g.inputs, Target: InputsDir, ReadOnly: true}, {Volume: work, Target: WorkDir}},
+		Limits: g.limits(256 << 10), StreamOut: outDir(2*maxPrepareReport, 16), CollectPolicy: outPolicy,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("compat: prepare: %w", err)
+		return fmt.Errorf("compat: prepare: %w", err)
 	}
 	if err := g.checkImage(res); err != nil {
-		return nil, err
+		return err
 	}
-	g.event("prepare", "prepare exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(), "image", res.ImageID)
-	if res.Exit != engine.ExitExited || res.Code != 0 {
-		return nil, fmt.Errorf("compat: prepare ended with %s (code %d): %s", res.Exit, res.Code, schema.Excerpt(res.Stderr, 400))
+	seen := stages(res.Stderr)
+	last := "the start" // of prepare.py, before it announced a stage
+	if len(seen) > 0 {
+		last = "stage " + seen[len(seen)-1]
 	}
-	data, ok, err := fileFrom(res.Collected[OutDir].Archive, "out/prepare.json", 1<<20)
-	if err != nil || !ok {
-		return nil, fmt.Errorf("compat: prepare left no report (%v): %s", err, schema.Excerpt(res.Stderr, 400))
+	touched := g.mode == schema.ModeFinal && slices.Contains(seen, stageDiff)
+	g.event("prepare", "prepare exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(),
+		"image", res.ImageID, "reached", last, "diff_read", touched, "stderr_tail", tail(res.Stderr, 1024))
+	// fail attributes a failure: the candidate's once the diff was read,
+	// the grader's before.
+	fail := func(code, decidedBy, reason string) error {
+		if touched {
+			return &diffFault{code: code, decidedBy: decidedBy, reason: "preparing the checkout with the diff: " + reason}
+		}
+		return fmt.Errorf("compat: prepare: %s", reason)
 	}
-	var st prepared
-	if err := schema.CheckJSON(data, 1<<20); err != nil {
-		return nil, fmt.Errorf("compat: prepare report: %w", err)
+	switch {
+	case res.Exit == engine.ExitTimeout:
+		return fail(schema.ReasonTimeout, schema.DecidedByLimit,
+			fmt.Sprintf("%s exceeded the wall-clock limit of %ds", last, g.t.Spec.Limits.WallSeconds))
+	case res.Exit == engine.ExitOOM:
+		return fail(schema.ReasonMemoryLimit, schema.DecidedByLimit,
+			fmt.Sprintf("%s exceeded the memory limit of %d MiB", last, g.t.Spec.Limits.MemoryMB))
+	case res.Exit != engine.ExitExited:
+		return fail(schema.ReasonOutputLimit, schema.DecidedByLimit, fmt.Sprintf("%s exceeded the output limit", last))
+	case res.Code != 0:
+		return fail(schema.ReasonRejectedArtifact, DecidedByPrepare,
+			fmt.Sprintf("%s ended with code %d: %s", last, res.Code, tail(res.Stderr, 400)))
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
-		return nil, fmt.Errorf("compat: prepare report: %w", err)
+	st, err := readPrepared(res.Collected[OutDir].Archive)
+	if err != nil {
+		return fail(schema.ReasonRejectedArtifact, DecidedByPrepare, err.Error())
 	}
 	g.event("prepare", "checkout prepared", "status", st.Status, "stage", st.Stage, "message", st.Message,
-		"head", st.Head, "changed", st.Changed, "steps_ms", st.StepsMS)
+		"head", st.Head, "changed", st.Changed, "changed_count", st.ChangedCount, "steps_ms", st.StepsMS)
 	switch st.Status {
 	case "ok":
 		if st.Head != g.t.Spec.Repo.Base {
-			return nil, fmt.Errorf("compat: prepare checked out %q, want %s", st.Head, g.t.Spec.Repo.Base)
+			return fmt.Errorf("compat: prepare checked out %q, want %s", st.Head, g.t.Spec.Repo.Base)
 		}
-		return &st, nil
-	case "apply_failed", "gate_mismatch":
-		if g.mode == schema.ModeFinal {
-			return &st, nil
-		}
+		return nil
+	case "apply_failed":
+		return fail(schema.ReasonDiffDoesNotApply, DecidedByGitApply, "the filtered diff does not apply to the base: "+st.Message)
+	case "gate_mismatch":
+		return fail(schema.ReasonRejectedArtifact, DecidedByDiffGate, st.Message)
 	}
-	return nil, fmt.Errorf("compat: prepare failed at %s: %s", st.Stage, st.Message)
+	return fail(schema.ReasonRejectedArtifact, DecidedByPrepare, fmt.Sprintf("stage %s failed: %s", st.Stage, st.Message))
+}
+
+// readPrepared reads and decodes prepare.json out of the collected /out.
+func readPrepared(archive []byte) (*prepared, error) {
+	data, ok, err := fileFrom(archive, "out/prepare.json", maxPrepareReport)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("no readable report: %w", err)
+	case !ok:
+		return nil, errors.New("no report")
+	}
+	if err := schema.CheckJSON(data, maxPrepareReport); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	var st prepared
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	return &st, nil
 }
 
 func (g *grading) checkImage(res *engine.Result) error {
@@ -698,6 +884,7 @@ type run struct {
 	suite   schema.Suite
 	label   string
 	ids     []string
+	chars   int // the most characters a case reason may have
 	res     *engine.Result
 	refused error // the container's output was refused by the firewall
 	repErr  error // the report exists but cannot be read
@@ -729,18 +916,21 @@ func (g *grading) suites(ctx context.Context, work string, hiddenRuns int) ([]*r
 	return runs, nil
 }
 
+// The output directory of a test run: room for the largest report the
+// host reads and some, and as many files as outPolicy lets through.
+const (
+	testOutBytes  = 2 * maxReportBytes
+	testOutInodes = 1024
+)
+
 func (g *grading) runSuite(ctx context.Context, work string, suite schema.Suite, label string, ids []string) (*run, error) {
-	out, err := g.newVolume(ctx, "oracle-out")
-	if err != nil {
-		return nil, err
-	}
-	defer g.removeVolume(ctx, out)
-	r := &run{suite: suite, label: label, ids: ids}
+	r := &run{suite: suite, label: label, ids: ids, chars: g.t.reasonChars()}
 	res, err := g.eng.Run(ctx, engine.Spec{
 		Run: g.req.Run, Phase: "oracle-" + label, Image: g.req.Image,
-		Cmd: pytestCmd(ids), Env: g.t.env(), WorkDir: RepoDir,
-		Mounts: []engine.Mount{{Volume: work, Target: WorkDir, ReadOnly: true}, {Volume: out, Target: OutDir}},
-		Limits: g.limits(1 << 20), Collect: []string{OutDir}, CollectPolicy: outPolicy,
+		Cmd: runnerCmd(pytestCmd(ids)), Env: g.t.env(), WorkDir: RepoDir,
+		Mounts: []engine.Mount{{Volume: work, Target: WorkDir, ReadOnly: true}},
+		// runner.py's line about the cap must fit after the output.
+		Limits: g.limits(testOutput + 4<<10), StreamOut: outDir(testOutBytes, testOutInodes), CollectPolicy: outPolicy,
 	})
 	if errors.Is(err, engine.ErrCollect) {
 		// Candidate code ran in the container: what it left is its doing.
@@ -756,8 +946,9 @@ func (g *grading) runSuite(ctx context.Context, work string, suite schema.Suite,
 		return nil, err
 	}
 	r.res = res
-	g.event(label, "pytest exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(),
-		"stdout_tail", tail(res.Stdout, 2048), "stderr_tail", tail(res.Stderr, 1024), "stdout_truncated", res.StdoutTruncated)
+	g.event(label, "pytest exited", "exit", string(r.exit()), "code", res.Code, "ms", res.Duration.Milliseconds(),
+		"output_head", head(res.Stderr, 1024), "output_tail", tail(res.Stderr, 2048), "output_bytes", len(res.Stderr),
+		"output_truncated", res.StderrTruncated)
 	data, ok, err := fileFrom(res.Collected[OutDir].Archive, "out/report.xml", maxReportBytes)
 	var rep *report
 	switch {
@@ -766,7 +957,7 @@ func (g *grading) runSuite(ctx context.Context, work string, suite schema.Suite,
 	case ok:
 		rep, r.repErr = parseReport(data)
 	}
-	noReport := fmt.Sprintf("no report: pytest %s with code %d", res.Exit, res.Code)
+	noReport := fmt.Sprintf("no report: pytest %s with code %d", r.exit(), res.Code)
 	if r.repErr != nil {
 		noReport = "report unreadable: " + r.repErr.Error()
 	}
@@ -796,6 +987,11 @@ func text(s string, max int) string {
 		return strings.TrimSuffix(q, `"…`) + "…"
 	}
 	return strings.TrimSuffix(q, `"`)
+}
+
+// head quotes the first n bytes of b for the log.
+func head(b []byte, n int) string {
+	return schema.Excerpt(b[:min(len(b), n)], n+64)
 }
 
 // tail quotes the last n bytes of b for the log.

@@ -140,8 +140,8 @@ func logOutcome(t *testing.T, out *compat.Outcome) {
 	}
 	if t.Failed() {
 		for _, e := range out.Log {
-			if s, ok := e.Attrs["stdout_tail"].(string); ok {
-				t.Logf("  %s stdout: %s", e.Phase, s)
+			if s, ok := e.Attrs["output_tail"].(string); ok {
+				t.Logf("  %s output: %s", e.Phase, s)
 			}
 		}
 	}
@@ -252,7 +252,11 @@ func variant(t *testing.T, files map[string]string, tests []string, edit func(sp
 		t.Fatal(err)
 	}
 	for rel, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, "hidden", rel), []byte(content), 0o644); err != nil {
+		p := filepath.Join(dir, "hidden", rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -677,5 +681,225 @@ func TestOracleEnvironment(t *testing.T) {
 		t.Fail()
 		logOutcome(t, out)
 		t.Fatalf("got %s %s", v.Outcome, v.ReasonCode)
+	}
+}
+
+// slowApply is a diff that git applies in time proportional to the
+// product of its two halves: a new file, then hunks whose stated line is
+// far from where their context is, so that git searches most of the file
+// for each. At 3.5 MB it keeps git busy for most of a minute.
+func slowApply() string {
+	const lines, hunks = 400_000, 40_000
+	var b strings.Builder
+	fmt.Fprintf(&b, "diff --git a/textkit/big.py b/textkit/big.py\nnew file mode 100644\n--- /dev/null\n+++ b/textkit/big.py\n@@ -0,0 +1,%d @@\n", lines)
+	for i := range lines - 3*hunks {
+		fmt.Fprintf(&b, "+a%d\n", i%7)
+	}
+	for k := range hunks {
+		fmt.Fprintf(&b, "+p%d\n+b%d\n+q%d\n", k, k, k)
+	}
+	b.WriteString("diff --git a/textkit/big.py b/textkit/big.py\n--- a/textkit/big.py\n+++ b/textkit/big.py\n")
+	for k := range hunks {
+		fmt.Fprintf(&b, "@@ -2,3 +2,3 @@\n p%d\n-b%d\n+c%d\n q%d\n", k, k, k, k)
+	}
+	return b.String()
+}
+
+// manyFiles is a diff adding n allowed files whose paths are long enough
+// for their list to pass a megabyte.
+func manyFiles(n int) string {
+	var b strings.Builder
+	for i := range n {
+		p := fmt.Sprintf("textkit/generated/module_%05d_with_a_longer_name.py", i)
+		fmt.Fprintf(&b, "diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n@@ -0,0 +1 @@\n+X = %d\n", p, p, p, i)
+	}
+	return b.String()
+}
+
+// TestPrepareFaults grades diffs that make the preparation of the
+// checkout fail after it started on the diff: each is the candidate's
+// doing, a signed FAIL with a candidate-side reason, never an ERROR.
+func TestPrepareFaults(t *testing.T) {
+	limits := func(l map[string]any) func(spec map[string]any) {
+		return func(spec map[string]any) { spec["limits"] = l }
+	}
+	tests := []struct {
+		name      string
+		files     map[string]string // hidden files added to the task
+		ids       []string          // and their tests
+		limits    map[string]any
+		diff      func() string
+		code      string
+		decidedBy string
+		reason    string
+		logged    map[string]any // attributes of the "checkout prepared" log entry
+	}{
+		{
+			name:   "git apply runs into the wall clock",
+			limits: map[string]any{"wall_seconds": 5},
+			diff:   slowApply,
+			code:   schema.ReasonTimeout, decidedBy: schema.DecidedByLimit,
+			reason: "preparing the checkout with the diff: stage apply_check exceeded the wall-clock limit of 5s",
+		},
+		{
+			// Their list alone is larger than the report may be: the
+			// report names a few and counts the rest, and the grade goes on.
+			name:   "thirty thousand files",
+			limits: map[string]any{"wall_seconds": 60, "memory_mb": 512, "diff_bytes": compat.MaxDiffBytes, "diff_files": 30_000},
+			diff:   func() string { return manyFiles(30_000) },
+			code:   schema.ReasonWrongAnswer, decidedBy: schema.DecidedByJUnit,
+			logged: map[string]any{"changed_count": 30_000},
+		},
+		{
+			name:  "the diff takes the place of the hidden tests",
+			files: map[string]string{"textkit/checks/test_more.py": "def test_more():\n    assert False\n"},
+			ids:   []string{"textkit/checks/test_more.py::test_more"},
+			diff:  func() string { return addFile("textkit/checks", "X = 1\n") },
+			code:  schema.ReasonRejectedArtifact, decidedBy: compat.DecidedByPrepare,
+			reason: "preparing the checkout with the diff: stage inject failed: textkit/checks/test_more.py: /work/repo/textkit/checks is not a directory",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var edit func(map[string]any)
+			if tt.limits != nil {
+				edit = limits(tt.limits)
+			}
+			tk := variant(t, tt.files, tt.ids, edit)
+			out := grade(t, tk, []byte(tt.diff()), "")
+			v := out.Verdict
+			if v.Outcome != schema.OutcomeFail || v.ReasonCode != tt.code || !strings.HasPrefix(v.Reason, tt.reason) {
+				t.Fatalf("got %s %s %q, want FAIL %s %q", v.Outcome, v.ReasonCode, v.Reason, tt.code, tt.reason)
+			}
+			if c := cases(v, schema.SuiteHidden)[0]; c.DecidedBy != tt.decidedBy {
+				t.Errorf("hidden test decided by %s, want %s", c.DecidedBy, tt.decidedBy)
+			}
+			for k, want := range tt.logged {
+				if !slices.ContainsFunc(out.Log, func(e compat.Entry) bool { return e.Message == "checkout prepared" && e.Attrs[k] == want }) {
+					t.Errorf("the log does not record %s %v", k, want)
+				}
+			}
+		})
+	}
+}
+
+// longDropped is a diff section for a denied file whose path is nearly the
+// longest the firewall accepts, with n hunks.
+func longDropped(n int) string {
+	c := strings.Repeat("é", 125) // 250 bytes: a path component may have 255
+	p := fmt.Sprintf("docs/%s/%s/%s/%s/setup.py", c, c, c, c)
+	var b strings.Builder
+	b.WriteString("diff --git a/" + p + " b/" + p + "\n--- a/" + p + "\n+++ b/" + p + "\n")
+	for range n {
+		b.WriteString("@@ -1 +1 @@\n-a\n+b\n")
+	}
+	return b.String()
+}
+
+// TestDiffBounds grades diffs at and past the gate's bounds: each is a
+// signed FAIL, however large the diff or its list of dropped hunks.
+func TestDiffBounds(t *testing.T) {
+	tk := load(t, exampleTask)
+	tests := []struct {
+		name   string
+		diff   func(t *testing.T) string
+		code   string
+		reason string
+		ran    bool // the oracle's containers ran
+	}{
+		{
+			// Recorded with their paths, these hunks alone would make a
+			// verdict past schema.MaxSize.
+			name: "thousands of dropped hunks",
+			diff: func(t *testing.T) string { return longDropped(5000) + string(readDiff(t, "wrong")) },
+			code: schema.ReasonWrongAnswer, ran: true,
+			reason: "; the diff gate dropped 5000 hunks (denylist:setup.py 5000); the verdict lists the first 256",
+		},
+		{
+			name: "over the size limit",
+			diff: func(t *testing.T) string {
+				return string(readDiff(t, "honest")) + strings.Repeat("#", compat.DefaultDiffBytes)
+			},
+			code:   schema.ReasonRejectedArtifact,
+			reason: "compat: diff refused: too large: the diff is",
+		},
+		{
+			name: "over the file-section limit",
+			diff: func(t *testing.T) string {
+				var b strings.Builder
+				for i := range compat.DefaultDiffFiles {
+					b.WriteString(addFile(fmt.Sprintf("docs/%d.md", i), "x\n"))
+				}
+				return b.String() + string(readDiff(t, "honest"))
+			},
+			code:   schema.ReasonRejectedArtifact,
+			reason: "compat: diff refused: too large: the diff has more than 1000 file sections",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := grade(t, tk, []byte(tt.diff(t)), "")
+			v := out.Verdict
+			if v.Outcome != schema.OutcomeFail || v.ReasonCode != tt.code || !strings.Contains(v.Reason, tt.reason) {
+				t.Fatalf("got %s %s %q, want FAIL %s with %q", v.Outcome, v.ReasonCode, v.Reason, tt.code, tt.reason)
+			}
+			if ran := v.Images.Oracle != ""; ran != tt.ran {
+				t.Errorf("containers ran: %v, want %v", ran, tt.ran)
+			}
+			if len(v.Compat.DroppedHunks) > 256 {
+				t.Errorf("the verdict lists %d dropped hunks", len(v.Compat.DroppedHunks))
+			}
+			data, err := schema.Marshal(v)
+			if err != nil || len(data) > 512<<10 {
+				t.Errorf("verdict of %d bytes: %v", len(data), err)
+			}
+		})
+	}
+}
+
+// TestFloods grades code that, when the tests import it, writes as much
+// as it can: to its output directory, a tmpfs whose quota is reached long
+// before the host's disk could be and whose content the firewall then
+// refuses (too large a file, too many), or to standard output, which is
+// capped. Each is a FAIL decided by one bound, long before the wall clock.
+func TestFloods(t *testing.T) {
+	tk := load(t, exampleTask)
+	init := baseFile(t, "textkit/__init__.py")
+	prepend := func(code string) string { return replaceFile("textkit/__init__.py", init, code+init) }
+	tests := []struct {
+		name string
+		code string // run when textkit is imported
+		want string
+	}{
+		{name: "a large file in the output directory", code: `_chunk = b"x" * (1 << 20)
+try:
+    with open("/out/fill", "wb") as _f:
+        for _ in range(4096):
+            _f.write(_chunk)
+except OSError:
+    pass
+`, want: schema.ReasonRejectedArtifact},
+		{name: "many files in the output directory", code: `try:
+    for _i in range(100000):
+        open("/out/f%d" % _i, "w").close()
+except OSError:
+    pass
+`, want: schema.ReasonRejectedArtifact},
+		{name: "a gigabyte on standard output", code: `import sys
+_chunk = "x" * (1 << 20)
+for _ in range(1024):
+    sys.stdout.write(_chunk)
+`, want: schema.ReasonOutputLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := grade(t, tk, []byte(prepend(tt.code)), "").Verdict
+			if v.Outcome != schema.OutcomeFail || v.ReasonCode != tt.want {
+				t.Fatalf("got %s %s %q, want FAIL %s", v.Outcome, v.ReasonCode, v.Reason, tt.want)
+			}
+		})
 	}
 }

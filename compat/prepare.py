@@ -11,6 +11,13 @@ judge-owned pytest configuration next to (not inside) the repository.
 Inputs (read-only): /inputs/plan.json, /inputs/repo.bundle, /inputs/hidden/,
 /inputs/diff.patch (final mode), /inputs/pytest.ini. Output: /out/prepare.json.
 The test containers that follow mount /work read-only.
+
+The script announces each stage on standard error ("prepare: stage NAME")
+before it starts it, so that the host knows how far it got even when the
+container was stopped at a limit and left no report: whatever goes wrong
+from the stage apply_check on, when the candidate's diff is first read, is
+the candidate's doing. The report is bounded whatever the diff: it lists at
+most MAX_LISTED changed paths and counts the rest.
 """
 
 import json
@@ -24,7 +31,8 @@ INPUTS = "/inputs"
 WORK = "/work"
 REPO = "/work/repo"
 OUT = "/out/prepare.json"
-KEEP = 16 * 1024  # bytes of git output kept
+KEEP = 16 * 1024  # characters of git output and of messages kept
+MAX_LISTED = 20  # changed paths named in the report
 
 
 def git_env():
@@ -50,6 +58,16 @@ def git_env():
 
 
 ENV = git_env()
+
+
+current = ""  # the stage announced last
+
+
+def enter(name):
+    global current
+    current = name
+    sys.stderr.write("prepare: stage %s\n" % name)
+    sys.stderr.flush()
 
 
 class Stop(Exception):
@@ -103,7 +121,9 @@ def inject(rel):
 def prepare(plan, result):
     steps = result["steps_ms"]
     t = time.monotonic()
+    enter("clone")
     git("clone", "clone", "--quiet", "--no-checkout", "--", INPUTS + "/repo.bundle", REPO, cwd=WORK)
+    enter("checkout")
     git("checkout", "checkout", "--quiet", "--detach", plan["base"])
     head = git("checkout", "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
     if head != plan["base"]:
@@ -114,12 +134,16 @@ def prepare(plan, result):
     t = time.monotonic()
     if plan["diff"]:
         patch = INPUTS + "/diff.patch"
+        enter("apply_check")
         git("apply_check", "apply", "--check", "--whitespace=nowarn", "-p1", patch, status="apply_failed")
+        enter("apply")
         git("apply", "apply", "--whitespace=nowarn", "-p1", patch, status="apply_failed")
+    enter("verify")
     changed = git("verify", "diff", "--name-only", "--no-renames", "-z", "HEAD").split(b"\0")
     changed += git("verify", "ls-files", "--others", "-z").split(b"\0")
     changed = sorted({c.decode("utf-8", "surrogateescape") for c in changed if c})
-    result["changed"] = changed
+    result["changed"] = [c.encode("utf-8", "backslashreplace").decode("utf-8") for c in changed[:MAX_LISTED]]
+    result["changed_count"] = len(changed)
     allowed = set(plan["allowed"])
     outside = [c for c in changed if c not in allowed]
     if outside:
@@ -134,6 +158,7 @@ def prepare(plan, result):
     steps["apply"] = int((time.monotonic() - t) * 1000)
 
     t = time.monotonic()
+    enter("inject")
     for rel in plan["hidden"]:
         inject(rel)
     with open(INPUTS + "/pytest.ini", "rb") as f:
@@ -146,13 +171,14 @@ def prepare(plan, result):
 def main():
     with open(INPUTS + "/plan.json", "rb") as f:
         plan = json.load(f)
-    result = {"status": "ok", "stage": "", "message": "", "head": "", "changed": [], "steps_ms": {}}
+    result = {"status": "ok", "stage": "", "message": "", "head": "", "changed": [], "changed_count": 0, "steps_ms": {}}
     try:
         prepare(plan, result)
     except Stop as e:
-        result.update(status=e.status, stage=e.stage, message=e.message)
+        result.update(status=e.status, stage=e.stage, message=e.message[:KEEP])
     except OSError as e:
-        result.update(status="error", stage="io", message=str(e))
+        result.update(status="error", stage=current, message=str(e)[:KEEP])
+    enter("report")
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump(result, f, sort_keys=True)
     return 0

@@ -76,16 +76,22 @@ type Hidden struct {
 	Tests []string `json:"tests"`
 }
 
-// Limits bound each oracle container. Zero fields take DefaultLimits.
+// Limits bound each oracle container and the diff the gate reads. Zero
+// fields take DefaultLimits.
 type Limits struct {
 	WallSeconds int   `json:"wall_seconds,omitempty"`
 	MemoryMB    int64 `json:"memory_mb,omitempty"`
 	PIDs        int64 `json:"pids,omitempty"`
 	TmpfsMB     int64 `json:"tmpfs_mb,omitempty"`
+	// DiffBytes and DiffFiles bound the agent's diff: its size in bytes
+	// and its number of file sections (see Gate).
+	DiffBytes int `json:"diff_bytes,omitempty"`
+	DiffFiles int `json:"diff_files,omitempty"`
 }
 
 // DefaultLimits fill the zero fields of a spec's limits.
-var DefaultLimits = Limits{WallSeconds: 120, MemoryMB: 1024, PIDs: 256, TmpfsMB: 256}
+var DefaultLimits = Limits{WallSeconds: 120, MemoryMB: 1024, PIDs: 256, TmpfsMB: 256,
+	DiffBytes: DefaultDiffBytes, DiffFiles: DefaultDiffFiles}
 
 // Task is a loaded, validated compat task.
 type Task struct {
@@ -218,8 +224,10 @@ func ParseSpec(data []byte) (*Spec, error) {
 	}
 	s.Limits = s.Limits.withDefaults()
 	if l := s.Limits; l.WallSeconds < 1 || l.WallSeconds > 7200 || l.MemoryMB < 64 || l.MemoryMB > 16384 ||
-		l.PIDs < 16 || l.PIDs > 4096 || l.TmpfsMB < 16 || l.TmpfsMB > 4096 {
-		bad("limits out of range (wall_seconds 1-7200, memory_mb 64-16384, pids 16-4096, tmpfs_mb 16-4096)")
+		l.PIDs < 16 || l.PIDs > 4096 || l.TmpfsMB < 16 || l.TmpfsMB > 4096 ||
+		l.DiffBytes < 1024 || l.DiffBytes > MaxDiffBytes || l.DiffFiles < 1 || l.DiffFiles > MaxDiffFiles {
+		bad("limits out of range (wall_seconds 1-7200, memory_mb 64-16384, pids 16-4096, tmpfs_mb 16-4096, diff_bytes 1024-%d, diff_files 1-%d)",
+			MaxDiffBytes, MaxDiffFiles)
 	}
 	if len(s.Env) > maxEnv {
 		bad("env has more than %d variables", maxEnv)
@@ -247,6 +255,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.TmpfsMB == 0 {
 		l.TmpfsMB = DefaultLimits.TmpfsMB
+	}
+	if l.DiffBytes == 0 {
+		l.DiffBytes = DefaultLimits.DiffBytes
+	}
+	if l.DiffFiles == 0 {
+		l.DiffFiles = DefaultLimits.DiffFiles
 	}
 	return l
 }
@@ -390,10 +404,11 @@ func (t *Task) Description() ([]byte, error) {
 }
 
 // Gate returns the diff gate of the task: its allowlist, the default
-// denylist followed by the task's own, and the paths of both suites' test
-// files, which no diff may touch.
+// denylist followed by the task's own, the paths of both suites' test
+// files, which no diff may touch, and its diff limits.
 func (t *Task) Gate() Gate {
-	g := Gate{Allow: slices.Clone(t.Spec.Allow), Deny: append(slices.Clone(DefaultDeny), t.Spec.Deny...)}
+	g := Gate{Allow: slices.Clone(t.Spec.Allow), Deny: append(slices.Clone(DefaultDeny), t.Spec.Deny...),
+		MaxBytes: t.Spec.Limits.DiffBytes, MaxFiles: t.Spec.Limits.DiffFiles}
 	for _, f := range t.HiddenFiles {
 		g.Protected = append(g.Protected, Protected{Path: f, Rule: RuleHiddenTest})
 	}

@@ -119,9 +119,9 @@ while True:
         if os.fork() == 0:
             time.sleep(3600)
     except OSError:
-        pass`), oracle(schema.ReasonTimeout), "the pids limit holds; the wall clock ends it"),
+        pass`), oracle(schema.ReasonTimeout), "the pids limit, set below what the memory holds, stops the forks; the wall clock ends the loop"),
 	"V9.2-memory-bomb":     compatBlocked(atImport("_hoard = []\nwhile True:\n    _hoard.append(bytearray(16 << 20))"), oracle(schema.ReasonMemoryLimit), "the memory cgroup kills the oracle run"),
-	"V9.4-output-flood":    compatBlocked(atImport("import sys\n_chunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(_chunk)"), oracle(schema.ReasonWrongAnswer), "output is capped"),
+	"V9.4-output-flood":    compatBlocked(atImport("import sys\n_chunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(_chunk)"), oracle(schema.ReasonOutputLimit), "the run is stopped at the output cap"),
 	"V9.6-timeout-evasion": compatBlocked(atImport("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    time.sleep(1)"), oracle(schema.ReasonTimeout), "SIGKILL of the whole container at the wall clock"),
 
 	"V10.2-exfiltration": compatBlocked(inSlugify(`    import socket
