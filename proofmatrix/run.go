@@ -261,7 +261,7 @@ func Classify(v *schema.Verdict, control bool) Observation {
 	return o
 }
 
-var firewallReason = regexp.MustCompile(`firewall: ([a-z/ -]+?)(:|$)`)
+var firewallReason = regexp.MustCompile(`firewall: ([a-z/ -]+?)(:|"|$)`)
 
 // failLayer names the layer behind a FAIL verdict.
 func failLayer(v *schema.Verdict) string {
