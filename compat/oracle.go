@@ -24,6 +24,7 @@ import (
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/version"
+	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
 )
 
@@ -39,12 +40,12 @@ var runnerScript string
 // tests' output passed its cap. pytest's own are 0 to 5.
 const runnerLimitExit = 86
 
-// Engine is what the compat tier needs from the container engine;
-// *engine.Docker satisfies it.
+// Engine is what the compat tier needs from a sandbox backend: runs, and
+// volumes for the checkout and the inputs. Every sandbox.Backend is one.
 type Engine interface {
+	sandbox.Runner
 	NewVolume(ctx context.Context, run, phase string) (string, error)
-	CopyIn(ctx context.Context, run, volume string, archive io.Reader, opts engine.CopyInOptions) (*firewall.Manifest, error)
-	Run(ctx context.Context, spec engine.Spec) (*engine.Result, error)
+	CopyIn(ctx context.Context, run, volume string, archive io.Reader, opts sandbox.CopyInOptions) (*firewall.Manifest, error)
 	RemoveVolume(ctx context.Context, name string) error
 }
 

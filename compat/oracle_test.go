@@ -1,3 +1,5 @@
+//go:build engine
+
 package compat_test
 
 import (
@@ -150,12 +152,12 @@ func logOutcome(t *testing.T, out *compat.Outcome) {
 // assertClean fails if anything labelled with the run survived.
 func assertClean(t testing.TB, run string) {
 	t.Helper()
-	cs, vs, err := oracle(t).eng.Leftovers(context.Background(), run)
+	left, err := oracle(t).eng.Leftovers(context.Background(), run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs)+len(vs) > 0 {
-		t.Errorf("run %s left %d containers and %d volumes", run, len(cs), len(vs))
+	if len(left) > 0 {
+		t.Errorf("run %s left %v", run, left)
 	}
 }
 

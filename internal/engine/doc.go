@@ -1,4 +1,8 @@
-// Package engine is strictgrade's only door to a container runtime.
+// Package engine is strictgrade's only door to a container runtime: the
+// Docker implementation of package sandbox's Backend, which harnesses reach
+// through package sandbox/docker. The spec and result types are sandbox's
+// (aliased here); what is Docker's alone — the profile, the loader image,
+// the stream-out wrapper, owner labels, image import — stays here.
 //
 // Every container it creates carries one hardened profile that callers
 // cannot weaken: a numeric non-root user, all capabilities dropped,

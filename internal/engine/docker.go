@@ -17,6 +17,8 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
+
+	"github.com/strictgrade/strictgrade/sandbox"
 )
 
 // Config configures the Docker engine. The zero value is usable.
@@ -81,6 +83,10 @@ func (d *Docker) Close() error { return d.cli.Close() }
 // Info returns what the preflight found.
 func (d *Docker) Info() PreflightInfo { return d.info }
 
+// Runtime implements sandbox.Backend: "docker/" and the OCI runtime the
+// preflight found, as verdicts record it.
+func (d *Docker) Runtime() string { return "docker/" + d.info.Runtime }
+
 func (d *Docker) preflight(ctx context.Context) error {
 	if _, err := d.cli.Ping(ctx); err != nil {
 		return fmt.Errorf("%w: docker daemon not reachable: %v", ErrPreflight, err)
@@ -133,7 +139,7 @@ func (d *Docker) preflight(ctx context.Context) error {
 // cleanupCtx returns a context for removals that survives the caller's
 // cancellation but not forever.
 func (d *Docker) cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), d.cfg.CleanupTimeout)
+	return sandbox.CleanupContext(ctx, d.cfg.CleanupTimeout)
 }
 
 func randomSuffix() string {
@@ -222,25 +228,27 @@ func (d *Docker) create(ctx context.Context, name string, cfg *container.Config,
 	return id, ins, nil
 }
 
-// Leftovers lists the containers and volumes labelled with run that still
-// exist: after a grade has returned, there should be none.
-func (d *Docker) Leftovers(ctx context.Context, run string) (containers, volumes []string, err error) {
+// Leftovers implements sandbox.Reaper: the containers ("container/ID") and
+// volumes ("volume/NAME") labelled with run that still exist. After a
+// grade has returned, there should be none.
+func (d *Docker) Leftovers(ctx context.Context, run string) ([]string, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelRun+"="+run))
 	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
-		return nil, nil, fmt.Errorf("engine: list containers: %w", err)
+		return nil, fmt.Errorf("engine: list containers: %w", err)
 	}
+	var out []string
 	for _, c := range cs {
-		containers = append(containers, c.ID)
+		out = append(out, "container/"+c.ID)
 	}
 	vs, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
 	if err != nil {
-		return nil, nil, fmt.Errorf("engine: list volumes: %w", err)
+		return nil, fmt.Errorf("engine: list volumes: %w", err)
 	}
 	for _, v := range vs.Volumes {
-		volumes = append(volumes, v.Name)
+		out = append(out, "volume/"+v.Name)
 	}
-	return containers, volumes, nil
+	return out, nil
 }
 
 // GC removes managed containers and volumes that match opts. Without

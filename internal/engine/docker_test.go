@@ -1,3 +1,5 @@
+//go:build engine
+
 package engine_test
 
 import (
@@ -274,7 +276,7 @@ func TestStdin(t *testing.T) {
 	t.Parallel()
 	run := newRun(t)
 	spec := probe(run, "cat")
-	spec.Stdin = []byte("hello\nworld\n")
+	spec.Stdin = strings.NewReader("hello\nworld\n")
 	res := mustRun(t, spec)
 	if string(res.Stdout) != "hello\nworld\n" || res.Code != 0 {
 		t.Fatalf("echoed %q code %d", res.Stdout, res.Code)
@@ -524,7 +526,7 @@ func TestGCSparesLiveOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Remove(context.Background())
+	defer p.Close(context.Background())
 	list, err := dockerClient(t).ContainerList(t.Context(), container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", engine.LabelRun+"="+run))})
 	if err != nil || len(list) != 1 {

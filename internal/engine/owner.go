@@ -22,13 +22,6 @@ const (
 	LabelOwnerStart = "dev.strictgrade.owner.start"
 )
 
-// DefaultMaxAge is the age past which GC takes an object for abandoned
-// whatever its owner: strictgrade assumes that no grade or agent session
-// lasts a day. A grade's containers each live at most their wall-clock
-// limit (MaxLimits.Wall, two hours) and its volumes as long as the grade;
-// a harness whose grades outlast a day sets GCOptions.MaxAge.
-const DefaultMaxAge = 24 * time.Hour
-
 // owner identifies a process: the values of the owner labels.
 type owner struct {
 	host, boot, pidns string

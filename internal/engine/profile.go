@@ -3,13 +3,14 @@ package engine
 import (
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/strslice"
+
+	"github.com/strictgrade/strictgrade/sandbox"
 )
 
 // stopTimeout is zero seconds: the profile's stop signal is SIGKILL.
@@ -23,54 +24,8 @@ func labels(run, phase string) map[string]string {
 	return l
 }
 
-// validateSpec checks what the daemon would otherwise interpret loosely.
-func validateSpec(s Spec) error {
-	if s.Run == "" || s.Phase == "" || s.Image == "" {
-		return fmt.Errorf("%w: run, phase and image are required", ErrSpec)
-	}
-	if !labelSafe(s.Run) || !labelSafe(s.Phase) {
-		return fmt.Errorf("%w: run and phase must be [a-z0-9-] of at most 64 bytes", ErrSpec)
-	}
-	seen := map[string]bool{}
-	for _, m := range s.Mounts {
-		if m.Volume == "" || !path.IsAbs(m.Target) || path.Clean(m.Target) != m.Target || m.Target == "/" {
-			return fmt.Errorf("%w: mount %q at %q", ErrSpec, m.Volume, m.Target)
-		}
-		if seen[m.Target] {
-			return fmt.Errorf("%w: two mounts at %q", ErrSpec, m.Target)
-		}
-		seen[m.Target] = true
-	}
-	for _, c := range s.Collect {
-		if !path.IsAbs(c) || path.Clean(c) != c || c == "/" {
-			return fmt.Errorf("%w: collect path %q", ErrSpec, c)
-		}
-	}
-	for _, e := range s.Env {
-		if !strings.Contains(e, "=") {
-			return fmt.Errorf("%w: environment entry %q lacks '='", ErrSpec, e)
-		}
-	}
-	if s.StreamOut != nil {
-		if len(s.Cmd) == 0 {
-			return fmt.Errorf("%w: stream-out needs a command", ErrSpec)
-		}
-		return validStreamDir(s)
-	}
-	return nil
-}
-
-func labelSafe(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
+// labelSafe reports whether s may be a run id, phase or image name.
+func labelSafe(s string) bool { return sandbox.ValidName(s) }
 
 // hardened builds the container configuration for a spec whose limits (and
 // StreamOut, if any) have been resolved. Nothing in Spec can loosen what is
@@ -78,7 +33,7 @@ func labelSafe(s string) bool {
 func hardened(s Spec, l Limits, stdin bool) (*container.Config, *container.HostConfig) {
 	cmd := slices.Clone(s.Cmd)
 	if s.StreamOut != nil {
-		cmd = s.StreamOut.command(cmd, s.CollectPolicy)
+		cmd = streamCommand(*s.StreamOut, cmd, s.CollectPolicy)
 	}
 	cfg := &container.Config{
 		User:            SandboxUser,
@@ -137,7 +92,7 @@ func hardened(s Spec, l Limits, stdin bool) (*container.Config, *container.HostC
 		},
 	}
 	if s.StreamOut != nil {
-		hc.Tmpfs[s.StreamOut.Dir] = s.StreamOut.tmpfsOptions()
+		hc.Tmpfs[s.StreamOut.Dir] = tmpfsOptions(*s.StreamOut)
 	}
 	for _, m := range s.Mounts {
 		hc.Mounts = append(hc.Mounts, mount.Mount{

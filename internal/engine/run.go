@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/strictgrade/strictgrade/sandbox"
 )
 
 // drainTimeout bounds how long Run waits for the attach stream to end after
@@ -33,17 +36,26 @@ type Prepared struct {
 // fatal.
 func (p *Prepared) stdoutCap() (int64, bool) {
 	if so := p.spec.StreamOut; so != nil {
-		return so.streamCap(p.spec.CollectPolicy), true
+		return streamCap(*so, p.spec.CollectPolicy), true
 	}
 	return p.lim.StdoutBytes, p.lim.KillOnOutputLimit
 }
 
-// Prepare creates the container for spec without starting it.
-func (d *Docker) Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
-	if err := validateSpec(spec); err != nil {
+// Prepare implements sandbox.Preparer: it creates the container for spec,
+// and checks its profile, without starting it.
+func (d *Docker) Prepare(ctx context.Context, spec Spec) (sandbox.Prepared, error) {
+	p, err := d.prepare(ctx, spec)
+	if err != nil {
+		return nil, err // an untyped nil, never a nil *Prepared
+	}
+	return p, nil
+}
+
+func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
+	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	lim, err := spec.Limits.resolve()
+	lim, err := spec.Limits.Resolve()
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +63,7 @@ func (d *Docker) Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		spec.Runtime = d.cfg.Runtime
 	}
 	if spec.StreamOut != nil {
-		so, err := spec.StreamOut.resolve()
+		so, err := spec.StreamOut.Resolve()
 		if err != nil {
 			return nil, err
 		}
@@ -68,9 +80,9 @@ func (d *Docker) Prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	return &Prepared{d: d, id: id, imageID: ins.Image, spec: spec, lim: lim}, nil
 }
 
-// Remove removes the container if Run has not; it is safe to call more
+// Close removes the container if Run has not; it is safe to call more
 // than once and on every path.
-func (p *Prepared) Remove(ctx context.Context) {
+func (p *Prepared) Close(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.used {
@@ -81,7 +93,7 @@ func (p *Prepared) Remove(ctx context.Context) {
 
 // Run implements Engine: Prepare, then run.
 func (d *Docker) Run(ctx context.Context, spec Spec) (*Result, error) {
-	p, err := d.Prepare(ctx, spec)
+	p, err := d.prepare(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +115,7 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	d, id, spec, lim := p.d, p.id, p.spec, p.lim
 	withStdin := spec.Stdin != nil
 	defer d.removeContainer(ctx, id)
-	res := &Result{ContainerID: id, ImageID: p.imageID}
+	res := &Result{ID: id, ImageID: p.imageID}
 
 	att, err := d.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: withStdin, Stdout: true, Stderr: true})
 	if err != nil {
@@ -137,7 +149,7 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	}
 	if withStdin {
 		go func() {
-			_, _ = att.Conn.Write(spec.Stdin)
+			_, _ = io.Copy(att.Conn, spec.Stdin)
 			_ = att.CloseWrite()
 		}()
 	}

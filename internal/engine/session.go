@@ -2,13 +2,15 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/strictgrade/strictgrade/sandbox"
 )
 
 // Session is a running hardened container that takes commands, for agent
@@ -26,30 +28,6 @@ type Session struct {
 	dead    bool // the backstop killed the container
 }
 
-// ExecSpec is one command in a Session.
-type ExecSpec struct {
-	Cmd         []string
-	Env         []string
-	WorkDir     string
-	Stdin       []byte
-	Wall        time.Duration // default 60s, at most the session's wall limit
-	StdoutBytes int64         // default DefaultLimits.StdoutBytes
-	StderrBytes int64         // default DefaultLimits.StderrBytes
-}
-
-// ExecResult is the outcome of one command.
-type ExecResult struct {
-	Code            int
-	Exit            ExitKind // exited or timeout
-	Stdout, Stderr  []byte
-	StdoutTruncated bool
-	StderrTruncated bool
-	Duration        time.Duration
-}
-
-// ErrSessionClosed is returned by a Session that was closed or killed.
-var ErrSessionClosed = errors.New("engine: session closed")
-
 // execGrace is how long after the in-container timeout the host waits
 // before killing the whole container.
 const execGrace = 5 * time.Second
@@ -58,17 +36,25 @@ const execGrace = 5 * time.Second
 // main process is the image's `sleep` for the session's wall limit, so the
 // image must provide sleep and timeout (the Python image does). The
 // container is killed when the wall limit passes even if nobody calls Close.
-func (d *Docker) Start(ctx context.Context, spec Spec) (*Session, error) {
+func (d *Docker) Start(ctx context.Context, spec Spec) (sandbox.Session, error) {
+	s, err := d.start(ctx, spec)
+	if err != nil {
+		return nil, err // an untyped nil, never a nil *Session
+	}
+	return s, nil
+}
+
+func (d *Docker) start(ctx context.Context, spec Spec) (*Session, error) {
 	if spec.StreamOut != nil {
 		return nil, fmt.Errorf("%w: a session has no stream-out directory", ErrSpec)
 	}
-	lim, err := spec.Limits.resolve()
+	lim, err := spec.Limits.Resolve()
 	if err != nil {
 		return nil, err
 	}
 	spec.Cmd = []string{"sleep", strconv.FormatInt(int64(lim.Wall/time.Second)+1, 10)}
 	spec.Limits = lim
-	p, err := d.Prepare(ctx, spec)
+	p, err := d.prepare(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +68,8 @@ func (d *Docker) Start(ctx context.Context, spec Spec) (*Session, error) {
 	return &Session{d: d, id: p.id, imageID: p.imageID, spec: p.spec}, nil
 }
 
-// ContainerID returns the session container's ID.
-func (s *Session) ContainerID() string { return s.id }
+// ID returns the session container's ID.
+func (s *Session) ID() string { return s.id }
 
 // ImageID returns the ID of the image the session runs.
 func (s *Session) ImageID() string { return s.imageID }
@@ -133,7 +119,7 @@ func (s *Session) Exec(ctx context.Context, e ExecSpec) (*ExecResult, error) {
 	start := time.Now()
 	if withStdin {
 		go func() {
-			_, _ = att.Conn.Write(e.Stdin)
+			_, _ = io.Copy(att.Conn, e.Stdin)
 			_ = att.CloseWrite()
 		}()
 	}

@@ -1,3 +1,5 @@
+//go:build engine
+
 package engine_test
 
 import (
@@ -55,7 +57,7 @@ func TestSession(t *testing.T) {
 		t.Fatalf("slow command: %+v", res)
 	}
 
-	res, err = s.Exec(t.Context(), engine.ExecSpec{Cmd: []string{"cat"}, Stdin: []byte("piped")})
+	res, err = s.Exec(t.Context(), engine.ExecSpec{Cmd: []string{"cat"}, Stdin: strings.NewReader("piped")})
 	if err != nil || string(res.Stdout) != "piped" {
 		t.Fatalf("stdin: %v %+v", err, res)
 	}

@@ -1,3 +1,5 @@
+//go:build engine
+
 package engine_test
 
 import (
@@ -333,7 +335,7 @@ func TestStreamOutStdin(t *testing.T) {
 	t.Parallel()
 	run := newRun(t)
 	spec := python(t, run, `import sys; open("/output/in", "w").write(sys.stdin.read())`)
-	spec.Stdin = []byte("from the host\n")
+	spec.Stdin = strings.NewReader("from the host\n")
 	res := mustRun(t, spec)
 	if got := files(t, res.Collected["/output"])["output/in"]; got != "from the host\n" {
 		t.Fatalf("stdin reached the command as %q (%s)", got, res.Stderr)

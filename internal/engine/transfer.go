@@ -33,7 +33,7 @@ func (d *Docker) createLoader(ctx context.Context, run, vol string) (string, err
 	if err != nil {
 		return "", err
 	}
-	lim, _ := Limits{}.resolve()
+	lim, _ := Limits{}.Resolve()
 	spec := Spec{
 		Run:     run,
 		Phase:   "loader",

@@ -94,50 +94,6 @@ func TestDemuxBoundedMemory(t *testing.T) {
 	}
 }
 
-func TestLimitsResolve(t *testing.T) {
-	l, err := Limits{}.resolve()
-	if err != nil || l != DefaultLimits {
-		t.Fatalf("zero limits resolved to %+v, %v", l, err)
-	}
-	if _, err := (Limits{MemoryBytes: MaxLimits.MemoryBytes + 1}).resolve(); !errors.Is(err, ErrSpec) {
-		t.Fatalf("over-maximum memory: %v", err)
-	}
-	if _, err := (Limits{PIDs: -1}).resolve(); !errors.Is(err, ErrSpec) {
-		t.Fatalf("negative pids: %v", err)
-	}
-	if _, err := (Limits{MemoryBytes: 1 << 20}).resolve(); !errors.Is(err, ErrSpec) {
-		t.Fatalf("tiny memory: %v", err)
-	}
-	l, err = Limits{Wall: time.Second}.resolve()
-	if err != nil || l.Wall != time.Second || l.PIDs != DefaultLimits.PIDs {
-		t.Fatalf("partial limits: %+v %v", l, err)
-	}
-}
-
-func TestValidateSpec(t *testing.T) {
-	ok := Spec{Run: "r1", Phase: "candidate", Image: "img"}
-	if err := validateSpec(ok); err != nil {
-		t.Fatal(err)
-	}
-	bad := []Spec{
-		{Phase: "p", Image: "i"},
-		{Run: "R", Phase: "p", Image: "i"},
-		{Run: "r", Phase: "p/q", Image: "i"},
-		{Run: "r", Phase: "p"},
-		{Run: "r", Phase: "p", Image: "i", Mounts: []Mount{{Volume: "v", Target: "rel"}}},
-		{Run: "r", Phase: "p", Image: "i", Mounts: []Mount{{Volume: "v", Target: "/a/../b"}}},
-		{Run: "r", Phase: "p", Image: "i", Mounts: []Mount{{Volume: "v", Target: "/"}}},
-		{Run: "r", Phase: "p", Image: "i", Mounts: []Mount{{Volume: "v", Target: "/a"}, {Volume: "w", Target: "/a"}}},
-		{Run: "r", Phase: "p", Image: "i", Collect: []string{"out"}},
-		{Run: "r", Phase: "p", Image: "i", Env: []string{"NOEQUALS"}},
-	}
-	for i, s := range bad {
-		if err := validateSpec(s); !errors.Is(err, ErrSpec) {
-			t.Errorf("case %d: %v", i, err)
-		}
-	}
-}
-
 // inspectOf builds the inspect response a faithful daemon would return.
 func inspectOf(cfg *container.Config, hc *container.HostConfig) container.InspectResponse {
 	h := *hc
@@ -151,7 +107,7 @@ func inspectOf(cfg *container.Config, hc *container.HostConfig) container.Inspec
 
 func TestAssertAppliedCatchesWeakening(t *testing.T) {
 	spec := Spec{Run: "r", Phase: "p", Image: "i", Mounts: []Mount{{Volume: "v", Target: "/work", ReadOnly: true}}}
-	lim, _ := Limits{}.resolve()
+	lim, _ := Limits{}.Resolve()
 	cfg, hc := hardened(spec, lim, false)
 	if err := assertApplied(inspectOf(cfg, hc), cfg, hc); err != nil {
 		t.Fatalf("faithful daemon flagged: %v", err)
@@ -239,7 +195,7 @@ func TestAssertAppliedCatchesWeakening(t *testing.T) {
 func TestHardenedIgnoresNothingFromSpec(t *testing.T) {
 	// Spec has no field that reaches capabilities, binds or namespaces:
 	// the configuration is the same whatever the spec's other fields.
-	lim, _ := Limits{}.resolve()
+	lim, _ := Limits{}.Resolve()
 	_, a := hardened(Spec{Run: "r", Phase: "p", Image: "i"}, lim, false)
 	_, b := hardened(Spec{Run: "r", Phase: "p", Image: "i", Cmd: []string{"x"}, Env: []string{"A=1"}, WorkDir: "/w"}, lim, true)
 	if a.Privileged || b.Privileged || len(b.CapAdd) != 0 || len(b.Binds) != 0 || b.NetworkMode != "none" || !b.ReadonlyRootfs {
@@ -308,15 +264,15 @@ func TestSelfOwner(t *testing.T) {
 }
 
 func TestStreamOutProfile(t *testing.T) {
-	so, err := StreamOut{Dir: "/output", Bytes: 1 << 20}.resolve()
+	so, err := StreamOut{Dir: "/output", Bytes: 1 << 20}.Resolve()
 	if err != nil || so.Inodes != DefaultStreamOutInodes {
 		t.Fatalf("resolve: %+v %v", so, err)
 	}
 	spec := Spec{Run: "r", Phase: "p", Image: "i", Cmd: []string{"python3", "solution.py"}, StreamOut: &so}
-	if err := validateSpec(spec); err != nil {
+	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	lim, _ := Limits{}.resolve()
+	lim, _ := Limits{}.Resolve()
 	cfg, hc := hardened(spec, lim, false)
 	opts := hc.Tmpfs["/output"]
 	for _, want := range []string{"noexec", "nosuid", "nodev", "size=1048576", "nr_inodes=4096", "uid=65532", "gid=65532"} {
@@ -345,10 +301,10 @@ func TestStreamOutProfile(t *testing.T) {
 		t.Fatalf("an uncapped stream-out tmpfs was accepted: %v", err)
 	}
 	// The cap grows with both quotas and the names the policy allows.
-	base := so.streamCap(firewall.Policy{})
-	if so.streamCap(firewall.Policy{MaxNameLen: 4096}) <= base ||
-		(StreamOut{Bytes: 2 << 20, Inodes: so.Inodes}).streamCap(firewall.Policy{}) <= base ||
-		(StreamOut{Bytes: so.Bytes, Inodes: 2 * so.Inodes}).streamCap(firewall.Policy{}) <= base {
+	base := streamCap(so, firewall.Policy{})
+	if streamCap(so, firewall.Policy{MaxNameLen: 4096}) <= base ||
+		streamCap(StreamOut{Bytes: 2 << 20, Inodes: so.Inodes}, firewall.Policy{}) <= base ||
+		streamCap(StreamOut{Bytes: so.Bytes, Inodes: 2 * so.Inodes}, firewall.Policy{}) <= base {
 		t.Error("the stream cap ignores a quota or the name limit")
 	}
 }
