@@ -12,40 +12,64 @@ import (
 	"time"
 
 	"github.com/strictgrade/strictgrade/firewall"
-	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/tarball"
-	"github.com/strictgrade/strictgrade/task"
+	"github.com/strictgrade/strictgrade/sandbox"
 )
 
 // WorkDir is where the agent's working copy lives; the task's public files
 // are placed here at start.
 const WorkDir = "/work"
 
+// Engine is what the agent phase needs from a sandbox backend.
+type Engine interface {
+	sandbox.Starter
+	sandbox.Runner
+	sandbox.Volumes
+}
+
+// Public is the part of a task the agent phase may know: the artifacts the
+// agent must leave in WorkDir and the public files it starts from.
+// *task.Public (Task.Public) implements it; a *task.Task, which holds the
+// hidden cases, does not, and this package cannot name one.
+type Public interface {
+	// Artifacts lists the paths, relative to WorkDir, that Export copies
+	// out.
+	Artifacts() []string
+	// Files returns a tar archive of the files to place in WorkDir,
+	// entries named relative to it.
+	Files() io.Reader
+}
+
 // Config configures a Box. Zero values take the defaults.
 type Config struct {
 	Run   string // run id (labels); default: a fresh one
 	Image string // image ID for the agent; required
 	// Limits for the box as a whole; Wall bounds the session's lifetime.
-	Limits engine.Limits
+	Limits sandbox.Limits
 	// Policy bounds every file that crosses; zero is the strict default.
 	Policy firewall.Policy
 }
 
 // Box is one agent container. Close it on every path.
 type Box struct {
-	eng     *engine.Docker
-	task    *task.Task
-	cfg     Config
-	vol     string
-	session *engine.Session
-	stopped bool
+	eng       Engine
+	artifacts []string
+	cfg       Config
+	vol       string
+	session   sandbox.Session
+	stopped   bool
+	cl        sandbox.Cleanup
 }
 
-// Open creates the work volume, copies the task's public files into it
-// (through the firewall), and starts the agent container.
-func Open(ctx context.Context, eng *engine.Docker, t *task.Task, cfg Config) (b *Box, err error) {
+// Open creates the work volume, copies the public files into it (through
+// the firewall), and starts the agent container. The box sees pub and
+// nothing else of the task.
+func Open(ctx context.Context, eng Engine, pub Public, cfg Config) (b *Box, err error) {
 	if cfg.Image == "" {
 		return nil, errors.New("agentbox: Config.Image is required")
+	}
+	if pub == nil {
+		return nil, errors.New("agentbox: no public view of a task")
 	}
 	if cfg.Run == "" {
 		cfg.Run = "a" + strings.ReplaceAll(time.Now().UTC().Format("20060102150405.000000"), ".", "")
@@ -53,7 +77,7 @@ func Open(ctx context.Context, eng *engine.Docker, t *task.Task, cfg Config) (b 
 	if cfg.Limits.Wall == 0 {
 		cfg.Limits.Wall = 30 * time.Minute
 	}
-	box := &Box{eng: eng, task: t, cfg: cfg}
+	box := &Box{eng: eng, artifacts: pub.Artifacts(), cfg: cfg}
 	defer func() {
 		// box, not the named result: an error return has already set b
 		// to nil.
@@ -62,53 +86,36 @@ func Open(ctx context.Context, eng *engine.Docker, t *task.Task, cfg Config) (b 
 		}
 	}()
 	b = box
-	if b.vol, err = eng.NewVolume(ctx, cfg.Run, "agent"); err != nil {
-		return nil, err
-	}
-	var public bytes.Buffer
-	if err := t.WritePublic(ctx, &public); err != nil {
-		return nil, err
-	}
-	rooted, err := reroot(&public, task.PublicDir+"/")
+	b.vol, err = eng.NewVolume(ctx, cfg.Run, "agent")
+	b.cl.Volume(eng, b.vol)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := eng.CopyIn(ctx, cfg.Run, b.vol, bytes.NewReader(rooted), engine.CopyInOptions{Policy: cfg.Policy, Writable: true}); err != nil {
+	if _, err := eng.CopyIn(ctx, cfg.Run, b.vol, pub.Files(), sandbox.CopyInOptions{Policy: cfg.Policy, Writable: true}); err != nil {
 		return nil, fmt.Errorf("agentbox: public inputs: %w", err)
 	}
-	b.session, err = eng.Start(ctx, engine.Spec{
+	b.session, err = eng.Start(ctx, sandbox.Spec{
 		Run: cfg.Run, Phase: "agent", Image: cfg.Image, WorkDir: WorkDir,
 		Env:    []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TZ=UTC"},
-		Mounts: []engine.Mount{{Volume: b.vol, Target: WorkDir}},
+		Mounts: []sandbox.Mount{{Volume: b.vol, Target: WorkDir}},
 		Limits: cfg.Limits,
 	})
+	b.cl.Session(b.session)
 	if err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// reroot strips prefix from the entries of a canonical archive, dropping
-// the prefix directory itself.
-func reroot(r io.Reader, prefix string) ([]byte, error) {
-	var buf bytes.Buffer
-	err := tarball.Rewrite(&buf, r, func(h *tar.Header) bool {
-		name, ok := strings.CutPrefix(h.Name, prefix)
-		h.Name = name
-		return ok && name != ""
-	})
-	return buf.Bytes(), err
-}
-
 // ContainerID returns the agent container's ID.
-func (b *Box) ContainerID() string { return b.session.ContainerID() }
+func (b *Box) ContainerID() string { return b.session.ID() }
 
 // ImageID returns the agent image's ID.
 func (b *Box) ImageID() string { return b.session.ImageID() }
 
 // Exec runs a command in the box (working directory /work unless cmd sets
 // one) and returns its bounded output.
-func (b *Box) Exec(ctx context.Context, e engine.ExecSpec) (*engine.ExecResult, error) {
+func (b *Box) Exec(ctx context.Context, e sandbox.ExecSpec) (*sandbox.ExecResult, error) {
 	if e.WorkDir == "" {
 		e.WorkDir = WorkDir
 	}
@@ -174,20 +181,20 @@ func (b *Box) WriteFile(ctx context.Context, p string, data []byte, executable b
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	_, err = b.session.CopyIn(ctx, WorkDir, &buf, engine.CopyInOptions{Policy: b.cfg.Policy, Writable: true})
+	_, err = b.session.CopyIn(ctx, WorkDir, &buf, sandbox.CopyInOptions{Policy: b.cfg.Policy, Writable: true})
 	return err
 }
 
 // RunAgent stops the interactive session and runs cmd to completion as the
 // agent, in a fresh container over the same work volume and limits.
-func (b *Box) RunAgent(ctx context.Context, cmd []string, env []string) (*engine.Result, error) {
+func (b *Box) RunAgent(ctx context.Context, cmd []string, env []string) (*sandbox.Result, error) {
 	if err := b.stop(ctx); err != nil {
 		return nil, err
 	}
-	return b.eng.Run(ctx, engine.Spec{
+	return b.eng.Run(ctx, sandbox.Spec{
 		Run: b.cfg.Run, Phase: "agent", Image: b.cfg.Image, Cmd: cmd, WorkDir: WorkDir,
 		Env:    append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TZ=UTC"}, env...),
-		Mounts: []engine.Mount{{Volume: b.vol, Target: WorkDir}},
+		Mounts: []sandbox.Mount{{Volume: b.vol, Target: WorkDir}},
 		Limits: b.cfg.Limits,
 	})
 }
@@ -214,7 +221,7 @@ func (b *Box) Export(ctx context.Context) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for _, a := range b.task.Spec.Artifacts {
+	for _, a := range b.artifacts {
 		c, err := b.session.CopyOut(ctx, path.Join(WorkDir, a), b.cfg.Policy)
 		if err != nil {
 			return nil, fmt.Errorf("agentbox: artifact %s: %w", a, err)
@@ -245,13 +252,5 @@ func appendUnder(tw *tar.Writer, archive []byte, dir string) error {
 // Close removes the agent container and its work volume. Call it on every
 // path; it is safe to call more than once.
 func (b *Box) Close(ctx context.Context) {
-	if b.session != nil {
-		b.session.Close(ctx)
-	}
-	if b.vol != "" {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		_ = b.eng.RemoveVolume(cctx, b.vol)
-		cancel()
-		b.vol = ""
-	}
+	_ = b.cl.Run(ctx)
 }

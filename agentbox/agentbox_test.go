@@ -1,3 +1,5 @@
+//go:build engine
+
 package agentbox_test
 
 import (
@@ -16,6 +18,7 @@ import (
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
+	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
 )
@@ -46,7 +49,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		os.Exit(1)
 	}
-	if ctrl, err = controller.New(ctx, controller.Config{Engine: eng, Signer: signer, BuildProgress: os.Stderr}); err != nil {
+	if ctrl, err = controller.New(ctx, controller.Config{Backend: eng, Signer: signer, BuildProgress: os.Stderr}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -61,18 +64,18 @@ func TestMain(m *testing.M) {
 
 func assertClean(t testing.TB, run string) {
 	t.Helper()
-	cs, vs, err := eng.Leftovers(context.Background(), run)
+	left, err := eng.Leftovers(context.Background(), run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs)+len(vs) > 0 {
-		t.Errorf("run %s left %d containers and %d volumes", run, len(cs), len(vs))
+	if len(left) > 0 {
+		t.Errorf("run %s left %v", run, left)
 	}
 }
 
 func open(t *testing.T, run string) *agentbox.Box {
 	t.Helper()
-	b, err := agentbox.Open(t.Context(), eng, sumTsk, agentbox.Config{Run: run, Image: pyImg})
+	b, err := agentbox.Open(t.Context(), eng, sumTsk.Public(), agentbox.Config{Run: run, Image: pyImg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +90,7 @@ func TestHostLoopAgent(t *testing.T) {
 	t.Parallel()
 	b := open(t, "box-loop")
 	ctx := t.Context()
-	res, err := b.Exec(ctx, engine.ExecSpec{Cmd: []string{"sh", "-c", "ls -A /work; id -u"}})
+	res, err := b.Exec(ctx, sandbox.ExecSpec{Cmd: []string{"sh", "-c", "ls -A /work; id -u"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +98,7 @@ func TestHostLoopAgent(t *testing.T) {
 		t.Fatalf("the agent sees %q", got)
 	}
 	// Nothing hidden is anywhere in the box: no cases file, no expected value.
-	res, err = b.Exec(ctx, engine.ExecSpec{Cmd: []string{"sh", "-c",
+	res, err = b.Exec(ctx, sandbox.ExecSpec{Cmd: []string{"sh", "-c",
 		"find / -xdev \\( -name cases.json -o -name task.json \\) 2>/dev/null; grep -rls 1999999999999999999999999999999 /work /tmp /etc /root /home 2>/dev/null; env | grep -i -e expected -e secret -e key; true"}})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +117,7 @@ func TestHostLoopAgent(t *testing.T) {
 	if err != nil || !bytes.Equal(back, honest) {
 		t.Fatalf("read back %q, %v", back, err)
 	}
-	res, err = b.Exec(ctx, engine.ExecSpec{Cmd: []string{"python3", "-c", "import solution; print(solution.solve([1, 2, 39]))"}})
+	res, err = b.Exec(ctx, sandbox.ExecSpec{Cmd: []string{"python3", "-c", "import solution; print(solution.solve([1, 2, 39]))"}})
 	if err != nil || strings.TrimSpace(string(res.Stdout)) != "42" {
 		t.Fatalf("agent's own check: %v %+v", err, res)
 	}
@@ -154,18 +157,18 @@ func TestAgentCommandToCompletion(t *testing.T) {
 func TestExportRefusesLinks(t *testing.T) {
 	t.Parallel()
 	b := open(t, "box-link")
-	if _, err := b.Exec(t.Context(), engine.ExecSpec{Cmd: []string{"ln", "-s", "/etc/shadow", "solution.py"}}); err != nil {
+	if _, err := b.Exec(t.Context(), sandbox.ExecSpec{Cmd: []string{"ln", "-s", "/etc/shadow", "solution.py"}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := b.Export(t.Context())
-	if !errors.Is(err, engine.ErrCollect) && !errors.Is(err, firewall.ErrSymlink) {
+	if !errors.Is(err, sandbox.ErrCollect) && !errors.Is(err, firewall.ErrSymlink) {
 		t.Fatalf("export of a symlinked artifact: %v", err)
 	}
 }
 
 func TestOpenFailureLeavesNothing(t *testing.T) {
 	t.Parallel()
-	_, err := agentbox.Open(t.Context(), eng, sumTsk, agentbox.Config{Run: "box-bad-image", Image: "sha256:" + strings.Repeat("0", 64)})
+	_, err := agentbox.Open(t.Context(), eng, sumTsk.Public(), agentbox.Config{Run: "box-bad-image", Image: "sha256:" + strings.Repeat("0", 64)})
 	if err == nil {
 		t.Fatal("a box opened on a missing image")
 	}

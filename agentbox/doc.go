@@ -8,4 +8,10 @@
 // completion (RunAgent). Afterwards Export copies the task's declared
 // artifacts out of the stopped container through the firewall, ready to be
 // graded.
+//
+// The box is given a task's public view (Public, which *task.Public
+// implements: the artifacts to leave and the public files), never the task:
+// the package imports neither package task nor package judge. A harness's
+// agent loop needs nothing more than the view, so the scaffold around the
+// agent need never hold the answers.
 package agentbox

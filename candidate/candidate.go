@@ -9,35 +9,31 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/strictgrade/strictgrade/firewall"
-	"github.com/strictgrade/strictgrade/internal/engine"
-	"github.com/strictgrade/strictgrade/judge"
+	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
-	"github.com/strictgrade/strictgrade/task"
 )
 
 //go:embed shim.py
 var shim []byte
 
-// Engine is what the candidate phase needs from the container engine.
+// Engine is what the candidate phase needs from a sandbox backend.
 type Engine interface {
-	NewVolume(ctx context.Context, run, phase string) (string, error)
-	NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts engine.CopyInOptions) (string, *firewall.Manifest, error)
-	CopyIn(ctx context.Context, run, volume string, archive io.Reader, opts engine.CopyInOptions) (*firewall.Manifest, error)
-	Run(ctx context.Context, spec engine.Spec) (*engine.Result, error)
-	RemoveVolume(ctx context.Context, name string) error
+	sandbox.Runner
+	sandbox.Volumes
 }
 
-// Request describes one candidate phase.
+// Request describes one candidate phase: where to run, how to call the
+// candidate, and the inputs of the cases. It holds nothing a case expects
+// back, and no way to reach the task it was made from.
 type Request struct {
 	Run   string
-	Task  *task.Task
 	Image string // runtime image ID
 	// Artifacts is the canonical archive of the submission's declared
 	// artifacts, as the firewall produced it.
@@ -48,25 +44,94 @@ type Request struct {
 	// task (ErrNoNonce, a failure to grade) when Nonce is empty. The nonce
 	// itself never enters a container.
 	Nonce string
+
+	// Kind is the task's kind; the matching one of Function, Command and
+	// Data says how the candidate is called.
+	Kind     schema.TaskKind
+	Function *Function
+	Command  *Command
+	Data     *Data
+	// PerCase gives each case of a function task a fresh process; by
+	// default they share one. Command and data cases always run in a
+	// fresh container each.
+	PerCase bool
+	Limits  Limits
+	// Cases are the inputs of the cases, in the task's order.
+	Cases []Input
+}
+
+// Function is the callable of a function task: module.name, imported from
+// the artifacts.
+type Function struct {
+	Module string
+	Name   string
+}
+
+// Command is the executable of a command task, relative to the artifacts.
+type Command struct {
+	Path string
+}
+
+// Data is the command line of a data task, run in the artifacts directory
+// with the case's input files in InputDir and an empty OutputDir.
+type Data struct {
+	Argv []string
+}
+
+// Limits bound each case.
+type Limits struct {
+	CaseTime      time.Duration
+	MemoryBytes   int64
+	PIDs          int64
+	OutputBytes   int64 // standard output, and a data case's output directory
+	ArtifactBytes int64
+}
+
+// Input is what one case gives the candidate.
+type Input struct {
+	Args  json.RawMessage   // function: a JSON array of positional arguments
+	Argv  []string          // command: the arguments after the executable
+	Stdin []byte            // command: standard input
+	Files map[string][]byte // data: the input files, by the name the candidate reads
 }
 
 // ErrNoNonce means a Request for a shared-process function task has no
 // Nonce to derive the call order from.
 var ErrNoNonce = errors.New("candidate: no nonce for the call order")
 
+// ErrRequest means a Request does not say how to call the candidate.
+var ErrRequest = errors.New("candidate: invalid request")
+
 // Case is what one case produced.
 type Case struct {
-	Result judge.RunResult
+	Record Record
 	Stdout []byte
 	Stderr []byte
 	// Files holds output files by name: value.json for function tasks,
 	// the files written under /output for data tasks.
 	Files map[string][]byte
-	// Rejection is the engine's error behind a refused output (it wraps
-	// engine.ErrCollect and, usually, a *firewall.RejectError), kept for
-	// logs and tests. It may quote names the candidate chose; the text
-	// that goes into Result.Error does not.
+	// Rejection is the backend's error behind a refused output (it wraps
+	// sandbox.ErrCollect and, usually, a *firewall.RejectError), kept for
+	// logs and tests. It may quote names the candidate chose; the text in
+	// Record.Refused does not.
 	Rejection error
+}
+
+// Record is how a case ran: the part of what it produced that is not the
+// candidate's bytes.
+type Record struct {
+	// Exit is how the process ended: exited, timeout, oom or
+	// output_limit.
+	Exit     schema.Exit
+	Code     int // exit status
+	Duration time.Duration
+	// StdoutTruncated and StderrTruncated say a stream passed its cap.
+	StdoutTruncated bool
+	StderrTruncated bool
+	// Refused, when not empty, says that the case's outputs were refused
+	// and of what kind the refusal was, without quoting anything the
+	// candidate named. The case fails on it.
+	Refused string
 }
 
 // Outputs is what the candidate phase returns.
@@ -102,63 +167,74 @@ var env = []string{
 }
 
 // ioPolicy bounds what crosses into and out of candidate containers.
-func ioPolicy(l task.Limits) firewall.Policy {
-	return firewall.Policy{MaxTotalBytes: max(l.ArtifactBytes, l.OutputBytes), MaxFileBytes: max(l.ArtifactBytes, l.OutputBytes)}
+func ioPolicy(l Limits) firewall.Policy {
+	n := max(l.ArtifactBytes, l.OutputBytes)
+	return firewall.Policy{MaxTotalBytes: n, MaxFileBytes: n}
 }
 
-// Run executes every case of the task against the artifacts. An error means
-// the phase could not run (engine failure, cancellation); everything the
-// candidate did, including crashing or timing out, is reported in Outputs.
+// check reports whether req says how to call the candidate.
+func (req *Request) check() error {
+	ok := false
+	switch req.Kind {
+	case schema.KindFunction:
+		ok = req.Function != nil
+	case schema.KindCommand:
+		ok = req.Command != nil
+	case schema.KindData:
+		ok = req.Data != nil
+	default:
+		return fmt.Errorf("%w: unsupported task kind %q", ErrRequest, req.Kind)
+	}
+	if !ok {
+		return fmt.Errorf("%w: a %s task without its %s", ErrRequest, req.Kind, req.Kind)
+	}
+	return nil
+}
+
+// Run executes every case of the request against the artifacts. An error
+// means the phase could not run (a backend failure, cancellation, a
+// malformed request); everything the candidate did, including crashing or
+// timing out, is reported in Outputs.
 func Run(ctx context.Context, eng Engine, req Request) (out *Outputs, err error) {
+	if err := req.check(); err != nil {
+		return nil, err
+	}
 	start := time.Now()
-	t := req.Task
-	vols := &volumes{eng: eng, ctx: ctx, run: req.Run}
+	// Every volume is registered as it is made. On failure they go before
+	// Run returns; otherwise while the caller goes on (Outputs.Wait waits
+	// for it).
+	cl := &sandbox.Cleanup{}
 	defer func() {
 		if err != nil {
-			vols.removeAll()
+			_ = cl.Run(ctx)
 			return
 		}
-		// The volumes are no longer needed: remove them while the caller
-		// goes on (Outputs.Wait waits for it).
 		done := make(chan struct{})
 		out.removed = done
 		go func() {
 			defer close(done)
-			vols.removeAll()
+			_ = cl.Run(ctx)
 		}()
 	}()
-	pol := ioPolicy(t.Spec.Limits)
+	ph := &phase{eng: eng, req: &req, cl: cl}
+	pol := ioPolicy(req.Limits)
 	// The artifacts volume is made while the first case's volumes are.
-	artifacts := startFuture(func() (string, error) {
-		name, err := vols.with("artifacts", req.Artifacts, pol)
+	ph.artifacts = startFuture(func() (string, error) {
+		name, err := ph.volume(ctx, "artifacts", req.Artifacts, pol)
 		if err != nil {
 			return "", fmt.Errorf("candidate: load artifacts: %w", err)
 		}
 		return name, nil
 	})
-	defer artifacts.wait()
-	out = &Outputs{Cases: make([]Case, len(t.Cases.Cases))}
-	base := engine.Spec{
-		Run: req.Run, Phase: "candidate", Image: req.Image, Env: env, WorkDir: ArtifactsDir,
-		Limits: caseLimits(t.Spec.Limits),
-	}
-	withArtifacts := func(s engine.Spec) (engine.Spec, error) {
-		name, err := artifacts.wait()
-		if err != nil {
-			return s, err
-		}
-		s.Mounts = append([]engine.Mount{{Volume: name, Target: ArtifactsDir, ReadOnly: true}}, s.Mounts...)
-		return s, nil
-	}
-	switch t.Spec.Kind {
+	defer ph.artifacts.wait()
+	out = &Outputs{Cases: make([]Case, len(req.Cases))}
+	switch req.Kind {
 	case schema.KindFunction:
-		err = runFunction(ctx, eng, req, base, withArtifacts, vols, out)
+		err = ph.function(ctx, out)
 	case schema.KindCommand:
-		err = runCommand(ctx, eng, req, base, withArtifacts, out)
+		err = ph.command(ctx, out)
 	case schema.KindData:
-		err = runData(ctx, eng, req, base, withArtifacts, vols, out)
-	default:
-		err = fmt.Errorf("candidate: unsupported task kind %q", t.Spec.Kind)
+		err = ph.data(ctx, out)
 	}
 	if err != nil {
 		return nil, err
@@ -196,10 +272,38 @@ func (f *future) wait() (string, error) {
 	return f.val, f.err
 }
 
-func caseLimits(l task.Limits) engine.Limits {
-	return engine.Limits{
-		Wall:              l.CaseTime(),
-		MemoryBytes:       l.MemoryMB << 20,
+// phase is the state of one Run.
+type phase struct {
+	eng       Engine
+	req       *Request
+	cl        *sandbox.Cleanup
+	artifacts *future
+}
+
+// volume makes a volume holding archive and registers its removal.
+func (ph *phase) volume(ctx context.Context, purpose string, archive []byte, pol firewall.Policy) (string, error) {
+	name, _, err := ph.eng.NewVolumeWith(ctx, ph.req.Run, purpose, bytes.NewReader(archive), sandbox.CopyInOptions{Policy: pol})
+	ph.cl.Volume(ph.eng, name)
+	return name, err
+}
+
+// spec returns the base spec of a case container, the artifacts mounted.
+func (ph *phase) spec() (sandbox.Spec, error) {
+	name, err := ph.artifacts.wait()
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
+	return sandbox.Spec{
+		Run: ph.req.Run, Phase: "candidate", Image: ph.req.Image, Env: env, WorkDir: ArtifactsDir,
+		Mounts: []sandbox.Mount{{Volume: name, Target: ArtifactsDir, ReadOnly: true}},
+		Limits: caseLimits(ph.req.Limits),
+	}, nil
+}
+
+func caseLimits(l Limits) sandbox.Limits {
+	return sandbox.Limits{
+		Wall:              l.CaseTime,
+		MemoryBytes:       l.MemoryBytes,
 		PIDs:              l.PIDs,
 		StdoutBytes:       l.OutputBytes,
 		StderrBytes:       64 << 10,
@@ -209,61 +313,23 @@ func caseLimits(l task.Limits) engine.Limits {
 	}
 }
 
-// runResult turns an engine result into the judge's view of it.
-func runResult(r *engine.Result) judge.RunResult {
-	rr := judge.RunResult{
-		ExitCode: r.Code, DurationMS: r.Duration.Milliseconds(),
+// record turns a backend result into the record of a case.
+func record(r *sandbox.Result) Record {
+	rec := Record{
+		Code: r.Code, Duration: r.Duration,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated,
 	}
 	switch r.Exit {
-	case engine.ExitTimeout:
-		rr.Exit = schema.ExitTimeout
-	case engine.ExitOOM:
-		rr.Exit = schema.ExitOOM
-	case engine.ExitOutputLimit:
-		rr.Exit = schema.ExitOutputLimit
+	case sandbox.ExitTimeout:
+		rec.Exit = schema.ExitTimeout
+	case sandbox.ExitOOM:
+		rec.Exit = schema.ExitOOM
+	case sandbox.ExitOutputLimit:
+		rec.Exit = schema.ExitOutputLimit
 	default:
-		rr.Exit = schema.ExitExited
+		rec.Exit = schema.ExitExited
 	}
-	return rr
-}
-
-// volumes creates the phase's volumes and removes them all, concurrently,
-// on the way out.
-type volumes struct {
-	eng   Engine
-	ctx   context.Context
-	run   string
-	mu    sync.Mutex
-	names []string
-}
-
-func (v *volumes) add(name string) {
-	v.mu.Lock()
-	v.names = append(v.names, name)
-	v.mu.Unlock()
-}
-
-func (v *volumes) with(phase string, archive []byte, pol firewall.Policy) (string, error) {
-	name, _, err := v.eng.NewVolumeWith(v.ctx, v.run, phase, bytes.NewReader(archive), engine.CopyInOptions{Policy: pol})
-	if err == nil {
-		v.add(name)
-	}
-	return name, err
-}
-
-func (v *volumes) removeAll() {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(v.ctx), time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, name := range v.names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = v.eng.RemoveVolume(ctx, name)
-		}()
-	}
-	wg.Wait()
+	return rec
 }
 
 // tarFiles builds a small archive of named files for CopyIn.
@@ -308,61 +374,61 @@ func filesUnder(archive []byte, prefix string) (map[string][]byte, error) {
 	}
 }
 
-func runFunction(ctx context.Context, eng Engine, req Request, base engine.Spec, withArtifacts func(engine.Spec) (engine.Spec, error), vols *volumes, out *Outputs) error {
-	t := req.Task
+func (ph *phase) function(ctx context.Context, out *Outputs) error {
+	req := ph.req
 	groups := [][]int{}
-	if t.Spec.Isolation == task.PerCase {
-		for i := range t.Cases.Cases {
+	if req.PerCase {
+		for i := range req.Cases {
 			groups = append(groups, []int{i})
 		}
 	} else {
 		if req.Nonce == "" {
 			return ErrNoNonce
 		}
-		out.Order = callOrder(req.Nonce, len(t.Cases.Cases))
+		out.Order = callOrder(req.Nonce, len(req.Cases))
 		groups = append(groups, out.Order)
 	}
 	// The shim sees a group's cases in call order and numbers its records
 	// by position in that order; only the host maps a position back to
 	// the case. An index of the task's own order inside the container
-	// would let the candidate undo the shuffle (from cases.json, or from
+	// would let the candidate undo the shuffle (from its inputs, or from
 	// the shim's frame).
 	for _, group := range groups {
 		args := make([]json.RawMessage, len(group))
 		for j, i := range group {
-			args[j] = t.Cases.Cases[i].Args
+			args[j] = req.Cases[i].Args
 		}
 		spec, err := json.Marshal(map[string]any{
-			"module": t.Spec.Function.Module, "name": t.Spec.Function.Name,
-			"case_seconds": t.Spec.Limits.CaseSeconds, "cases": args,
+			"module": req.Function.Module, "name": req.Function.Name,
+			"case_seconds": req.Limits.CaseTime.Seconds(), "cases": args,
 		})
 		if err != nil {
 			return err
 		}
 		files := map[string][]byte{"shim.py": shim, "cases.json": spec}
-		inputs, err := vols.with("inputs", tarFiles(files, []string{"cases.json", "shim.py"}), firewall.Policy{})
+		inputs, err := ph.volume(ctx, "inputs", tarFiles(files, []string{"cases.json", "shim.py"}), firewall.Policy{})
 		if err != nil {
 			return fmt.Errorf("candidate: prepare inputs: %w", err)
 		}
-		s, err := withArtifacts(base)
+		s, err := ph.spec()
 		if err != nil {
 			return err
 		}
-		s.Mounts = append(s.Mounts, engine.Mount{Volume: inputs, Target: InputsDir, ReadOnly: true})
+		s.Mounts = append(s.Mounts, sandbox.Mount{Volume: inputs, Target: InputsDir, ReadOnly: true})
 		s.Cmd = []string{"python3", "-I", InputsDir + "/shim.py"}
 		// One container for the group: the shim enforces the per-case
 		// limit, the wall clock covers them all plus interpreter start.
-		s.Limits.Wall = min(time.Duration(len(group))*t.Spec.Limits.CaseTime()+5*time.Second, engine.MaxLimits.Wall)
-		res, err := eng.Run(ctx, s)
+		s.Limits.Wall = min(time.Duration(len(group))*req.Limits.CaseTime+5*time.Second, sandbox.MaxLimits.Wall)
+		res, err := ph.eng.Run(ctx, s)
 		if err != nil {
 			return err
 		}
 		out.Containers++
 		out.ImageID = res.ImageID
 		records := splitRecords(res.Stdout, len(group))
-		rr := runResult(res)
+		rec := record(res)
 		for j, i := range group { // the j-th call was case i
-			c := Case{Result: rr, Stderr: res.Stderr}
+			c := Case{Record: rec, Stderr: res.Stderr}
 			if v, ok := records[j]; ok {
 				c.Files = map[string][]byte{"value.json": v}
 			}
@@ -395,57 +461,47 @@ func splitRecords(stdout []byte, n int) map[int][]byte {
 	return records
 }
 
-func runCommand(ctx context.Context, eng Engine, req Request, base engine.Spec, withArtifacts func(engine.Spec) (engine.Spec, error), out *Outputs) error {
-	t := req.Task
-	for i, c := range t.Cases.Cases {
-		s, err := withArtifacts(base)
+func (ph *phase) command(ctx context.Context, out *Outputs) error {
+	req := ph.req
+	for i, in := range req.Cases {
+		s, err := ph.spec()
 		if err != nil {
 			return err
 		}
-		s.Cmd = append([]string{ArtifactsDir + "/" + t.Spec.Command.Path}, c.Argv...)
-		s.Stdin = []byte(c.Stdin)
-		res, err := eng.Run(ctx, s)
+		s.Cmd = append([]string{ArtifactsDir + "/" + req.Command.Path}, in.Argv...)
+		s.Stdin = bytes.NewReader(in.Stdin)
+		res, err := ph.eng.Run(ctx, s)
 		if err != nil {
 			return err
 		}
 		out.Containers++
 		out.ImageID = res.ImageID
-		out.Cases[i] = Case{Result: runResult(res), Stdout: res.Stdout, Stderr: res.Stderr}
+		out.Cases[i] = Case{Record: record(res), Stdout: res.Stdout, Stderr: res.Stderr}
 	}
 	return nil
 }
 
-func runData(ctx context.Context, eng Engine, req Request, base engine.Spec, withArtifacts func(engine.Spec) (engine.Spec, error), vols *volumes, out *Outputs) error {
-	t := req.Task
-	for i, c := range t.Cases.Cases {
-		files := map[string][]byte{}
-		var order []string
-		for name, rel := range c.InputFiles {
-			data, err := t.HiddenFile(rel)
-			if err != nil {
-				return fmt.Errorf("candidate: case %s input %s: %w", c.ID, name, err)
-			}
-			files[name] = data
-			order = append(order, name)
-		}
-		slices.Sort(order)
-		inputs, err := vols.with("input", tarFiles(files, order), ioPolicy(t.Spec.Limits))
+func (ph *phase) data(ctx context.Context, out *Outputs) error {
+	req := ph.req
+	for i, in := range req.Cases {
+		order := slices.Sorted(maps.Keys(in.Files))
+		inputs, err := ph.volume(ctx, "input", tarFiles(in.Files, order), ioPolicy(req.Limits))
 		if err != nil {
 			return fmt.Errorf("candidate: prepare volumes: %w", err)
 		}
-		s, err := withArtifacts(base)
+		s, err := ph.spec()
 		if err != nil {
 			return err
 		}
-		s.Mounts = append(s.Mounts, engine.Mount{Volume: inputs, Target: InputDir, ReadOnly: true})
-		s.Cmd = append([]string(nil), t.Spec.Data.Argv...)
-		s.StreamOut = outputQuota(t.Spec.Limits)
-		s.CollectPolicy = outputPolicy(t.Spec.Limits)
-		res, err := eng.Run(ctx, s)
+		s.Mounts = append(s.Mounts, sandbox.Mount{Volume: inputs, Target: InputDir, ReadOnly: true})
+		s.Cmd = slices.Clone(req.Data.Argv)
+		s.StreamOut = outputQuota(req.Limits)
+		s.CollectPolicy = outputPolicy(req.Limits)
+		res, err := ph.eng.Run(ctx, s)
 		out.Containers++
 		if err != nil {
-			if errors.Is(err, engine.ErrCollect) {
-				out.Cases[i] = Case{Result: judge.RunResult{Exit: schema.ExitExited, Error: outputRejection(err)}, Rejection: err}
+			if errors.Is(err, sandbox.ErrCollect) {
+				out.Cases[i] = Case{Record: Record{Exit: schema.ExitExited, Refused: outputRejection(err)}, Rejection: err}
 				continue
 			}
 			return err
@@ -455,7 +511,7 @@ func runData(ctx context.Context, eng Engine, req Request, base engine.Spec, wit
 		if err != nil {
 			return fmt.Errorf("candidate: read collected outputs: %w", err)
 		}
-		out.Cases[i] = Case{Result: runResult(res), Stdout: res.Stdout, Stderr: res.Stderr, Files: got}
+		out.Cases[i] = Case{Record: record(res), Stdout: res.Stdout, Stderr: res.Stderr, Files: got}
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,9 +16,8 @@ import (
 	"time"
 
 	"github.com/strictgrade/strictgrade/firewall"
-	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
-	"github.com/strictgrade/strictgrade/task"
 )
 
 // fakeEngine records what the candidate phase asks of the engine and
@@ -28,12 +26,12 @@ type fakeEngine struct {
 	mu      sync.Mutex
 	volumes map[string]bool
 	loaded  map[string][]string // volume → file names copied in
-	runs    []engine.Spec
-	answer  func(s engine.Spec) (*engine.Result, error)
+	runs    []sandbox.Spec
+	answer  func(s sandbox.Spec) (*sandbox.Result, error)
 	seq     int
 }
 
-func newFake(answer func(engine.Spec) (*engine.Result, error)) *fakeEngine {
+func newFake(answer func(sandbox.Spec) (*sandbox.Result, error)) *fakeEngine {
 	return &fakeEngine{volumes: map[string]bool{}, loaded: map[string][]string{}, answer: answer}
 }
 
@@ -46,7 +44,7 @@ func (f *fakeEngine) NewVolume(ctx context.Context, run, phase string) (string, 
 	return name, nil
 }
 
-func (f *fakeEngine) CopyIn(ctx context.Context, run, vol string, archive io.Reader, opts engine.CopyInOptions) (*firewall.Manifest, error) {
+func (f *fakeEngine) CopyIn(ctx context.Context, run, vol string, archive io.Reader, opts sandbox.CopyInOptions) (*firewall.Manifest, error) {
 	var buf bytes.Buffer
 	man, err := firewall.Filter(ctx, archive, &buf, opts.Policy)
 	if err != nil {
@@ -63,7 +61,7 @@ func (f *fakeEngine) CopyIn(ctx context.Context, run, vol string, archive io.Rea
 	return man, nil
 }
 
-func (f *fakeEngine) NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts engine.CopyInOptions) (string, *firewall.Manifest, error) {
+func (f *fakeEngine) NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts sandbox.CopyInOptions) (string, *firewall.Manifest, error) {
 	name, err := f.NewVolume(ctx, run, phase)
 	if err != nil {
 		return "", nil, err
@@ -76,7 +74,7 @@ func (f *fakeEngine) NewVolumeWith(ctx context.Context, run, phase string, archi
 	return name, man, nil
 }
 
-func (f *fakeEngine) Run(ctx context.Context, s engine.Spec) (*engine.Result, error) {
+func (f *fakeEngine) Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, error) {
 	f.mu.Lock()
 	f.runs = append(f.runs, s)
 	f.mu.Unlock()
@@ -90,7 +88,7 @@ func (f *fakeEngine) RemoveVolume(ctx context.Context, name string) error {
 	return nil
 }
 
-func collected(t *testing.T, dir string, files map[string]string) engine.Collected {
+func collected(t *testing.T, dir string, files map[string]string) sandbox.Collected {
 	t.Helper()
 	var raw bytes.Buffer
 	tw := tar.NewWriter(&raw)
@@ -104,31 +102,22 @@ func collected(t *testing.T, dir string, files map[string]string) engine.Collect
 	if err != nil {
 		t.Fatal(err)
 	}
-	return engine.Collected{Archive: out.Bytes(), Manifest: man}
-}
-
-func loadExample(t *testing.T, name string) *task.Task {
-	t.Helper()
-	tk, err := task.Load(t.Context(), filepath.Join("..", "examples", name, "task"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tk
+	return sandbox.Collected{Archive: out.Bytes(), Manifest: man}
 }
 
 func TestFunctionTaskOneContainerPerGrade(t *testing.T) {
 	tk := loadExample(t, "sum")
 	n := len(tk.Cases.Cases)
-	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
+	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
 		var stdout strings.Builder
 		stdout.WriteString("noise without a tab\n-1\t{}\n01\t{}\n")
 		for i := 0; i < n-1; i++ { // the last case records nothing
 			fmt.Fprintf(&stdout, "%d\t{\"ok\":true,\"value\":1}\n", i)
 		}
 		stdout.WriteString("0\t{\"ok\":true,\"value\":2}\n") // a second line for case 0 loses
-		return &engine.Result{Exit: engine.ExitExited, ImageID: "sha256:img", Duration: time.Second, Stdout: []byte(stdout.String())}, nil
+		return &sandbox.Result{Exit: sandbox.ExitExited, ImageID: "sha256:img", Duration: time.Second, Stdout: []byte(stdout.String())}, nil
 	})
-	out, err := Run(t.Context(), fake, Request{Run: "r1", Task: tk, Image: "sha256:img", Artifacts: artifact(t), Nonce: "n1"})
+	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r1", Image: "sha256:img", Artifacts: artifact(t), Nonce: "n1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +160,8 @@ func TestFunctionTaskOneContainerPerGrade(t *testing.T) {
 func TestInputsCarryNoExpectedValues(t *testing.T) {
 	tk := loadExample(t, "sum")
 	var inputs []byte
-	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
-		return &engine.Result{Exit: engine.ExitExited}, nil
+	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
+		return &sandbox.Result{Exit: sandbox.ExitExited}, nil
 	})
 	// Capture the cases.json the shim receives by filtering CopyIn input.
 	capture := &capturingEngine{fakeEngine: fake, onCopy: func(b []byte) {
@@ -187,7 +176,7 @@ func TestInputsCarryNoExpectedValues(t *testing.T) {
 			}
 		}
 	}}
-	if _, err := Run(t.Context(), capture, Request{Run: "r2", Task: tk, Image: "img", Artifacts: artifact(t), Nonce: "n2"}); err != nil {
+	if _, err := Run(t.Context(), capture, forTask(t, tk, Request{Run: "r2", Image: "img", Artifacts: artifact(t), Nonce: "n2"})); err != nil {
 		t.Fatal(err)
 	}
 	if inputs == nil {
@@ -206,7 +195,7 @@ type capturingEngine struct {
 	onCopy func([]byte)
 }
 
-func (c *capturingEngine) NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts engine.CopyInOptions) (string, *firewall.Manifest, error) {
+func (c *capturingEngine) NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts sandbox.CopyInOptions) (string, *firewall.Manifest, error) {
 	b, err := io.ReadAll(archive)
 	if err != nil {
 		return "", nil, err
@@ -215,7 +204,7 @@ func (c *capturingEngine) NewVolumeWith(ctx context.Context, run, phase string, 
 	return c.fakeEngine.NewVolumeWith(ctx, run, phase, bytes.NewReader(b), opts)
 }
 
-func (c *capturingEngine) CopyIn(ctx context.Context, run, vol string, archive io.Reader, opts engine.CopyInOptions) (*firewall.Manifest, error) {
+func (c *capturingEngine) CopyIn(ctx context.Context, run, vol string, archive io.Reader, opts sandbox.CopyInOptions) (*firewall.Manifest, error) {
 	b, err := io.ReadAll(archive)
 	if err != nil {
 		return nil, err
@@ -226,10 +215,10 @@ func (c *capturingEngine) CopyIn(ctx context.Context, run, vol string, archive i
 
 func TestCommandTaskFreshContainerPerCase(t *testing.T) {
 	tk := loadExample(t, "wordfreq")
-	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
-		return &engine.Result{Exit: engine.ExitTimeout, Code: 137, Stdout: []byte("x")}, nil
+	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
+		return &sandbox.Result{Exit: sandbox.ExitTimeout, Code: 137, Stdout: []byte("x")}, nil
 	})
-	out, err := Run(t.Context(), fake, Request{Run: "r3", Task: tk, Image: "img", Artifacts: artifact(t)})
+	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r3", Image: "img", Artifacts: artifact(t)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,15 +226,16 @@ func TestCommandTaskFreshContainerPerCase(t *testing.T) {
 		t.Fatalf("%d runs for %d cases", len(fake.runs), len(tk.Cases.Cases))
 	}
 	for i, s := range fake.runs {
-		if string(s.Stdin) != tk.Cases.Cases[i].Stdin || s.Cmd[0] != ArtifactsDir+"/solution" {
-			t.Errorf("case %d: stdin %q cmd %v", i, s.Stdin, s.Cmd)
+		stdin, _ := io.ReadAll(s.Stdin)
+		if string(stdin) != tk.Cases.Cases[i].Stdin || s.Cmd[0] != ArtifactsDir+"/solution" {
+			t.Errorf("case %d: stdin %q cmd %v", i, stdin, s.Cmd)
 		}
 		if !s.Limits.KillOnOutputLimit {
 			t.Errorf("case %d: output cap does not kill", i)
 		}
 	}
-	if out.Cases[0].Result.Exit != schema.ExitTimeout {
-		t.Errorf("timeout reported as %s", out.Cases[0].Result.Exit)
+	if out.Cases[0].Record.Exit != schema.ExitTimeout {
+		t.Errorf("timeout reported as %s", out.Cases[0].Record.Exit)
 	}
 }
 
@@ -254,27 +244,27 @@ func TestRefusedOutputIsTheCandidatesFault(t *testing.T) {
 	// The name and the link target are the candidate's: they may carry
 	// hidden input.
 	refusal := &firewall.RejectError{Entry: "output/secret-input-derived.csv", Err: firewall.ErrSymlink, Reason: `symbolic link to "/hidden/secret"`}
-	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
-		return nil, fmt.Errorf("%w: /output: %w", engine.ErrCollect, refusal)
+	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
+		return nil, fmt.Errorf("%w: /output: %w", sandbox.ErrCollect, refusal)
 	})
-	out, err := Run(t.Context(), fake, Request{Run: "r4", Task: tk, Image: "img", Artifacts: artifact(t)})
+	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r4", Image: "img", Artifacts: artifact(t)}))
 	if err != nil {
 		t.Fatalf("a refused output became an infrastructure error: %v", err)
 	}
 	c := out.Cases[0]
-	if want := "output rejected: firewall: symlink: an output entry is a symbolic link"; c.Result.Error != want {
-		t.Errorf("case error %q, want %q", c.Result.Error, want)
+	if want := "output rejected: firewall: symlink: an output entry is a symbolic link"; c.Record.Refused != want {
+		t.Errorf("case error %q, want %q", c.Record.Refused, want)
 	}
-	if strings.Contains(c.Result.Error, "secret") {
-		t.Errorf("case error %q quotes a candidate-chosen name", c.Result.Error)
+	if strings.Contains(c.Record.Refused, "secret") {
+		t.Errorf("case error %q quotes a candidate-chosen name", c.Record.Refused)
 	}
 	var rej *firewall.RejectError
 	if !errors.As(c.Rejection, &rej) || rej.Entry != refusal.Entry {
 		t.Errorf("the typed rejection is gone: %v", c.Rejection)
 	}
 	// A daemon failure, by contrast, stops the phase.
-	fake = newFake(func(s engine.Spec) (*engine.Result, error) { return nil, errors.New("daemon gone") })
-	if _, err := Run(t.Context(), fake, Request{Run: "r5", Task: tk, Image: "img", Artifacts: artifact(t)}); err == nil {
+	fake = newFake(func(s sandbox.Spec) (*sandbox.Result, error) { return nil, errors.New("daemon gone") })
+	if _, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r5", Image: "img", Artifacts: artifact(t)})); err == nil {
 		t.Fatal("a daemon failure was swallowed")
 	}
 	if len(fake.volumes) != 0 {
@@ -300,26 +290,26 @@ func artifact(t *testing.T) []byte {
 func TestOutputRejectionNeverQuotesNames(t *testing.T) {
 	const name = "output/c4ndid4te-ch0sen"
 	for sentinel := range rejected {
-		err := fmt.Errorf("%w: /output: %w", engine.ErrCollect,
+		err := fmt.Errorf("%w: /output: %w", sandbox.ErrCollect,
 			&firewall.RejectError{Entry: name, Err: sentinel, Reason: "about " + strconv.Quote(name)})
 		got := outputRejection(err)
 		if strings.Contains(got, "c4ndid4te") || !strings.HasPrefix(got, "output rejected: "+sentinel.Error()+": ") {
 			t.Errorf("%v: %q", sentinel, got)
 		}
 	}
-	if got := outputRejection(engine.ErrCollect); strings.Contains(got, "firewall") {
+	if got := outputRejection(sandbox.ErrCollect); strings.Contains(got, "firewall") {
 		t.Errorf("a refusal without a firewall class: %q", got)
 	}
 }
 
 func TestDataTaskOutputIsAQuota(t *testing.T) {
 	tk := loadExample(t, "csvstats")
-	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
-		return &engine.Result{Exit: engine.ExitExited, Collected: map[string]engine.Collected{
+	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
+		return &sandbox.Result{Exit: sandbox.ExitExited, Collected: map[string]sandbox.Collected{
 			OutputDir: collected(t, "output", map[string]string{"stats.json": "{}"}),
 		}}, nil
 	})
-	out, err := Run(t.Context(), fake, Request{Run: "r6", Task: tk, Image: "img", Artifacts: artifact(t)})
+	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r6", Image: "img", Artifacts: artifact(t)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,14 +383,14 @@ func TestFunctionTaskCallsInNonceOrder(t *testing.T) {
 	tk := loadExample(t, "sum")
 	n := len(tk.Cases.Cases)
 	var spec []byte
-	fake := newFake(func(s engine.Spec) (*engine.Result, error) {
+	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
 		// The shim numbers records by call: answer each call with its
 		// position.
 		var stdout strings.Builder
 		for j := range n {
 			fmt.Fprintf(&stdout, "%d\t{\"ok\":true,\"value\":%d}\n", j, j)
 		}
-		return &engine.Result{Exit: engine.ExitExited, Stdout: []byte(stdout.String())}, nil
+		return &sandbox.Result{Exit: sandbox.ExitExited, Stdout: []byte(stdout.String())}, nil
 	})
 	capture := &capturingEngine{fakeEngine: fake, onCopy: func(b []byte) {
 		tr := tar.NewReader(bytes.NewReader(b))
@@ -411,7 +401,7 @@ func TestFunctionTaskCallsInNonceOrder(t *testing.T) {
 		}
 	}}
 	const nonce = "grade-nonce"
-	out, err := Run(t.Context(), capture, Request{Run: "r7", Task: tk, Image: "img", Artifacts: artifact(t), Nonce: nonce})
+	out, err := Run(t.Context(), capture, forTask(t, tk, Request{Run: "r7", Image: "img", Artifacts: artifact(t), Nonce: nonce}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +434,34 @@ func TestFunctionTaskCallsInNonceOrder(t *testing.T) {
 	}
 
 	// Without a nonce a shared process cannot be given an order.
-	if _, err := Run(t.Context(), newFake(fake.answer), Request{Run: "r8", Task: tk, Image: "img", Artifacts: artifact(t)}); !errors.Is(err, ErrNoNonce) {
+	if _, err := Run(t.Context(), newFake(fake.answer), forTask(t, tk, Request{Run: "r8", Image: "img", Artifacts: artifact(t)})); !errors.Is(err, ErrNoNonce) {
 		t.Errorf("no nonce: %v, want ErrNoNonce", err)
+	}
+}
+
+// TestRequestSaysHowToCall: a request without the program of its kind is
+// refused before anything is made.
+func TestRequestSaysHowToCall(t *testing.T) {
+	tests := []struct {
+		name string
+		req  Request
+	}{
+		{"no kind", Request{}},
+		{"unknown kind", Request{Kind: "script"}},
+		{"function without callable", Request{Kind: schema.KindFunction, Command: &Command{Path: "x"}}},
+		{"command without path", Request{Kind: schema.KindCommand, Data: &Data{}}},
+		{"data without command line", Request{Kind: schema.KindData, Function: &Function{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFake(func(sandbox.Spec) (*sandbox.Result, error) { return &sandbox.Result{}, nil })
+			tt.req.Run, tt.req.Image = "r9", "img"
+			if _, err := Run(t.Context(), fake, tt.req); !errors.Is(err, ErrRequest) {
+				t.Errorf("err = %v, want ErrRequest", err)
+			}
+			if fake.seq != 0 || len(fake.runs) != 0 {
+				t.Errorf("%d volumes and %d runs for a refused request", fake.seq, len(fake.runs))
+			}
+		})
 	}
 }

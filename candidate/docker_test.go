@@ -1,3 +1,5 @@
+//go:build engine
+
 package candidate
 
 import (
@@ -135,7 +137,10 @@ func judged(t *testing.T, tk *task.Task, out *Outputs) *schema.Verdict {
 		}
 	}
 	for _, oc := range out.Cases {
-		o := judge.Output{Result: &oc.Result, Files: map[string]*judge.Blob{}}
+		r := oc.Record
+		res := judge.RunResult{Exit: r.Exit, ExitCode: r.Code, DurationMS: r.Duration.Milliseconds(),
+			StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Error: r.Refused}
+		o := judge.Output{Result: &res, Files: map[string]*judge.Blob{}}
 		if oc.Stdout != nil {
 			o.Stdout = &judge.Blob{Data: oc.Stdout}
 		}
@@ -168,7 +173,7 @@ func TestOrderKeyedAnswersFail(t *testing.T) {
 	source := fmt.Sprintf("import json\nANSWERS = json.loads(%s)\ncalls = 0\n\ndef solve(numbers):\n    global calls\n    calls += 1\n    return ANSWERS[calls - 1]\n", strconv.Quote(string(table)))
 	grade := func(nonce string) *schema.Verdict {
 		run := newRun(t)
-		out, err := Run(t.Context(), eng, Request{Run: run, Task: tk, Image: img, Artifacts: submission(t, source), Nonce: nonce})
+		out, err := Run(t.Context(), eng, forTask(t, tk, Request{Run: run, Image: img, Artifacts: submission(t, source), Nonce: nonce}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +281,7 @@ func TestDiskFillingCandidateFails(t *testing.T) {
 		}
 	}()
 	run := newRun(t)
-	out, err := Run(t.Context(), eng, Request{Run: run, Task: tk, Image: img, Artifacts: submission(t, diskFiller)})
+	out, err := Run(t.Context(), eng, forTask(t, tk, Request{Run: run, Image: img, Artifacts: submission(t, diskFiller)}))
 	if err == nil {
 		out.Wait()
 	}
@@ -294,7 +299,7 @@ func TestDiskFillingCandidateFails(t *testing.T) {
 	for i, c := range out.Cases {
 		m := report.FindSubmatch(c.Stderr)
 		if m == nil {
-			t.Fatalf("case %d: no report in %q (error %q)", i, c.Stderr, c.Result.Error)
+			t.Fatalf("case %d: no report in %q (error %q)", i, c.Stderr, c.Record.Refused)
 		}
 		written, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		files, _ := strconv.ParseInt(string(m[2]), 10, 64)

@@ -4,8 +4,7 @@ import (
 	"errors"
 
 	"github.com/strictgrade/strictgrade/firewall"
-	"github.com/strictgrade/strictgrade/internal/engine"
-	"github.com/strictgrade/strictgrade/task"
+	"github.com/strictgrade/strictgrade/sandbox"
 )
 
 // outputInodes caps the files and directories a data case may leave in
@@ -14,18 +13,18 @@ const outputInodes = 4096
 
 // outputQuota is the output directory of a data case: a tmpfs of the
 // task's output size (charged to its memory limit) with outputInodes
-// inodes, whose content the engine streams out through the firewall. A
+// inodes, whose content the backend streams out through the firewall. A
 // candidate that fills it gets ENOSPC, and nothing of it outlives the
 // container.
-func outputQuota(l task.Limits) *engine.StreamOut {
-	return &engine.StreamOut{Dir: OutputDir, Bytes: min(l.OutputBytes, engine.MaxStreamOutBytes), Inodes: outputInodes}
+func outputQuota(l Limits) *sandbox.StreamOut {
+	return &sandbox.StreamOut{Dir: OutputDir, Bytes: min(l.OutputBytes, sandbox.MaxStreamOutBytes), Inodes: outputInodes}
 }
 
 // outputPolicy is what may leave a data case's output directory: no more
 // entries than the tmpfs has inodes and no more bytes than it holds. The
 // stream is the candidate's to forge (it may write to the wrapper's
 // channel itself), so the firewall, not the tmpfs, is what bounds it.
-func outputPolicy(l task.Limits) firewall.Policy {
+func outputPolicy(l Limits) firewall.Policy {
 	q := outputQuota(l)
 	return firewall.Policy{MaxEntries: int(q.Inodes), MaxTotalBytes: q.Bytes, MaxFileBytes: q.Bytes}
 }
@@ -55,8 +54,8 @@ var rejected = map[error]string{
 	firewall.ErrPAX:        "the output stream is malformed",
 }
 
-// outputRejection is the case error for outputs the engine refused
-// (engine.ErrCollect): the firewall's class, which the proof matrix reads
+// outputRejection is the case error for outputs the backend refused
+// (sandbox.ErrCollect): the firewall's class, which the proof matrix reads
 // as the deciding layer ("firewall: symlink"), and a fixed description.
 // Entry names, link targets and the firewall's own reason text are left
 // out: the candidate may have derived them from hidden inputs.

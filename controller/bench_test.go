@@ -1,3 +1,5 @@
+//go:build engine
+
 package controller_test
 
 import (

@@ -136,7 +136,7 @@ func TestOutputsArchiveKeepsGradedFiles(t *testing.T) {
 		for j := range 9000 {
 			files["junk-"+strconv.Itoa(j)] = nil
 		}
-		outs.Cases[i] = candidate.Case{Result: judge.RunResult{Exit: schema.ExitExited}, Files: files}
+		outs.Cases[i] = candidate.Case{Record: candidate.Record{Exit: schema.ExitExited}, Files: files}
 	}
 	g := &grade{task: &task.Task{Spec: task.Spec{Kind: schema.KindData}, Cases: &judge.Cases{Cases: cases}}}
 	data, err := outputsArchive(outs, g.graded)

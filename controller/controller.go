@@ -24,25 +24,15 @@ import (
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/candidate"
 	"github.com/strictgrade/strictgrade/firewall"
-	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
 	"github.com/strictgrade/strictgrade/internal/tarball"
 	"github.com/strictgrade/strictgrade/internal/version"
 	"github.com/strictgrade/strictgrade/judge"
+	"github.com/strictgrade/strictgrade/sandbox"
+	"github.com/strictgrade/strictgrade/sandbox/docker"
 	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
 )
-
-// Engine is what the controller needs from the container engine.
-type Engine interface {
-	candidate.Engine
-	images.Store
-	// Prepare creates a container without starting it, so the judge is
-	// ready the moment the candidate's outputs are.
-	Prepare(ctx context.Context, spec engine.Spec) (*engine.Prepared, error)
-	// ImageID resolves an image reference to the ID verdicts record.
-	ImageID(ctx context.Context, ref string) (string, error)
-}
 
 // ErrCouldNotGrade is wrapped by every error Grade returns: the grade's
 // verdict is ERROR and says nothing about the submission.
@@ -51,17 +41,25 @@ var ErrCouldNotGrade = errors.New("controller: could not grade")
 // Config configures a Controller. Signer is required; the zero value of
 // every other field is usable.
 type Config struct {
-	// Engine runs containers; nil connects to the Docker daemon named by
-	// the environment.
-	Engine Engine
+	// Backend runs the sandboxes; nil connects to the Docker daemon named
+	// by the environment (package sandbox/docker), which the controller
+	// then closes in Close. A backend the caller made stays the caller's
+	// to close.
+	Backend sandbox.Backend
 	// Signer signs verdicts. It stays in this process: nothing derived
 	// from it is ever passed to a container.
 	Signer *attest.Signer
 	// MaxInFlight bounds concurrent grades; default 2.
 	MaxInFlight int
+	// RuntimeImage is the image candidates, compat oracles and agents run
+	// (an image ID or reference); by default the Python runtime image,
+	// built when missing. A backend that cannot build images (one that is
+	// not the Docker backend) needs it set.
+	RuntimeImage string
 	// JudgeImage and JudgeCmd override the judge image (an image ID or
 	// reference) and its command; by default the judge image is built
-	// from this module and runs /bin/judge.
+	// from this module and runs /bin/judge. A backend that cannot build
+	// images needs JudgeImage set.
 	JudgeImage string
 	JudgeCmd   []string
 	// Progress, when set, receives every log event as it happens.
@@ -86,7 +84,7 @@ type Config struct {
 // Controller grades submissions. It is safe for concurrent use.
 type Controller struct {
 	cfg       Config
-	eng       Engine
+	eng       sandbox.Backend
 	closeEng  func() error
 	log       *slog.Logger
 	sem       chan struct{}
@@ -118,17 +116,17 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	c := &Controller{cfg: cfg, eng: cfg.Engine, log: log, sem: make(chan struct{}, cfg.MaxInFlight), runtime: "docker"}
+	c := &Controller{cfg: cfg, eng: cfg.Backend, log: log, sem: make(chan struct{}, cfg.MaxInFlight)}
 	if c.eng == nil {
-		d, err := engine.NewDocker(ctx, engine.Config{Logger: log})
+		b, err := docker.New(ctx, docker.Config{Logger: log})
 		if err != nil {
 			return nil, err
 		}
-		c.eng, c.closeEng = d, d.Close
-		c.runtime = "docker/" + d.Info().Runtime
+		c.eng, c.closeEng = b, b.Close
 	}
+	c.runtime = c.eng.Runtime()
 	var err error
-	if c.runtimeID, err = images.Ensure(ctx, c.eng, images.Python{}, progress); err != nil {
+	if c.runtimeID, err = c.image(ctx, cfg.RuntimeImage, images.Python{}, progress); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -136,20 +134,39 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if len(c.judgeCmd) == 0 {
 		c.judgeCmd = []string{"/bin/judge", "--root", judgeRoot}
 	}
-	if cfg.JudgeImage != "" {
-		// Verdicts record image IDs, never names.
-		if c.judgeID, err = c.eng.ImageID(ctx, cfg.JudgeImage); err != nil {
-			c.Close()
-			return nil, err
-		}
-	} else if c.judgeID, err = images.Ensure(ctx, c.eng, images.Judge(), progress); err != nil {
+	if c.judgeID, err = c.image(ctx, cfg.JudgeImage, images.Judge(), progress); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// Close releases the engine connection the controller opened itself.
+// image resolves ref to the ID verdicts record (never a name) or, when ref
+// is empty, makes sure img is built on a backend that can build it.
+func (c *Controller) image(ctx context.Context, ref string, img images.Image, progress io.Writer) (string, error) {
+	if ref != "" {
+		return c.eng.ImageID(ctx, ref)
+	}
+	store, ok := c.eng.(images.Store)
+	if !ok {
+		return "", fmt.Errorf("controller: the %s backend builds no images: set the %s image in Config", c.runtime, img.Name())
+	}
+	return images.Ensure(ctx, store, img, progress)
+}
+
+// RuntimeImage returns the ID of the image candidates and compat oracles
+// run, which is also the image for agentbox.Config.Image: an agent works in
+// the same runtime its submission is graded in.
+func (c *Controller) RuntimeImage() string { return c.runtimeID }
+
+// JudgeImage returns the ID of the judge's image.
+func (c *Controller) JudgeImage() string { return c.judgeID }
+
+// Backend returns the backend the controller runs sandboxes on, so that an
+// agent box can share it.
+func (c *Controller) Backend() sandbox.Backend { return c.eng }
+
+// Close releases the backend the controller opened itself.
 func (c *Controller) Close() error {
 	if c.closeEng != nil {
 		return c.closeEng()
@@ -383,16 +400,20 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	if t.Spec.Kind == schema.KindFunction && t.Spec.Isolation != task.PerCase {
 		meta.Verdict.CaseOrder = candidate.CallOrder(g.nonce, len(t.Cases.Cases))
 	}
+	// Everything the judge's preparation makes is registered in cl as it
+	// is made, and removed on every path once the preparation is over.
+	cl := &sandbox.Cleanup{Timeout: cleanupTimeout}
+	defer cl.Run(ctx)
 	type prepared struct {
 		vol       string
-		container *engine.Prepared
+		container sandbox.Prepared
 		err       error
 	}
 	judgeVol := make(chan prepared, 1)
 	prepCtx, cancelPrep := context.WithCancel(ctx)
 	defer cancelPrep()
 	go func() {
-		vol, p, err := g.prepareJudge(prepCtx, meta)
+		vol, p, err := g.prepareJudge(prepCtx, cl, meta)
 		judgeVol <- prepared{vol, p, err}
 	}()
 	var jv prepared
@@ -400,21 +421,18 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	defer func() {
 		if !jvReceived {
 			cancelPrep() // an early return: stop preparing the judge
-			jv = <-judgeVol
-		}
-		if jv.container != nil {
-			jv.container.Remove(ctx)
-		}
-		if jv.vol != "" {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-			_ = c.eng.RemoveVolume(cctx, jv.vol)
-			cancel()
+			<-judgeVol
 		}
 	}()
 
 	candStart := time.Now()
 	g.event("candidate", "candidate phase started", "image", c.runtimeID, "cases", len(t.Cases.Cases))
-	outs, err := candidate.Run(ctx, c.eng, candidate.Request{Run: g.run, Task: t, Image: c.runtimeID, Artifacts: archive, Nonce: g.nonce})
+	req, err := candidateRequest(t)
+	if err != nil {
+		return nil, archive, fmt.Errorf("candidate phase: %w", err)
+	}
+	req.Run, req.Image, req.Artifacts, req.Nonce = g.run, c.runtimeID, archive, g.nonce
+	outs, err := candidate.Run(ctx, c.eng, req)
 	g.timings.CandidateMS = time.Since(candStart).Milliseconds()
 	if err != nil {
 		return nil, archive, fmt.Errorf("candidate phase: %w", err)
@@ -425,8 +443,8 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 		return nil, archive, fmt.Errorf("the candidate phase called the cases in an order (%v) other than the one the verdict records", outs.Order)
 	}
 	for i, oc := range outs.Cases {
-		g.event("candidate", "case ran", "case", t.Cases.Cases[i].ID, "exit", string(oc.Result.Exit),
-			"code", oc.Result.ExitCode, "ms", oc.Result.DurationMS, "stdout_bytes", len(oc.Stdout), "error", oc.Result.Error)
+		g.event("candidate", "case ran", "case", t.Cases.Cases[i].ID, "exit", string(oc.Record.Exit),
+			"code", oc.Record.Code, "ms", oc.Record.Duration.Milliseconds(), "stdout_bytes", len(oc.Stdout), "error", oc.Record.Refused)
 	}
 	if outs.ImageID != "" && outs.ImageID != c.runtimeID {
 		return nil, archive, fmt.Errorf("candidate ran image %s, expected %s", outs.ImageID, c.runtimeID)
@@ -574,7 +592,7 @@ const judgeRoot = "/judge"
 // prepareJudge creates the judge's volume with the meta document and the
 // task's hidden directory, and creates (without starting) the judge's
 // container over it.
-func (g *grade) prepareJudge(ctx context.Context, meta judge.Meta) (string, *engine.Prepared, error) {
+func (g *grade) prepareJudge(ctx context.Context, cl *sandbox.Cleanup, meta judge.Meta) (string, sandbox.Prepared, error) {
 	var buf bytes.Buffer
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
@@ -594,16 +612,18 @@ func (g *grade) prepareJudge(ctx context.Context, meta judge.Meta) (string, *eng
 	if err := tw.Close(); err != nil {
 		return "", nil, err
 	}
-	vol, man, err := g.c.eng.NewVolumeWith(ctx, g.run, "judge", &buf, engine.CopyInOptions{Policy: judgePolicy})
+	vol, man, err := g.c.eng.NewVolumeWith(ctx, g.run, "judge", &buf, sandbox.CopyInOptions{Policy: judgePolicy})
+	cl.Volume(g.c.eng, vol)
 	if err != nil {
 		return "", nil, err
 	}
 	g.event("judge", "judge inputs loaded", "files", len(man.Files), "sha256", man.ArchiveSHA256)
-	p, err := g.c.eng.Prepare(ctx, engine.Spec{
+	p, err := g.c.eng.Prepare(ctx, sandbox.Spec{
 		Run: g.run, Phase: "judge", Image: g.c.judgeID, Cmd: g.c.judgeCmd, Env: []string{"TZ=UTC"},
-		Mounts: []engine.Mount{{Volume: vol, Target: judgeRoot, ReadOnly: true}},
-		Limits: engine.Limits{Wall: 2 * time.Minute, MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true},
+		Mounts: []sandbox.Mount{{Volume: vol, Target: judgeRoot, ReadOnly: true}},
+		Limits: sandbox.Limits{Wall: 2 * time.Minute, MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true},
 	})
+	cl.Prepared(p)
 	if err != nil {
 		return vol, nil, fmt.Errorf("judge container: %w", err)
 	}
@@ -646,7 +666,7 @@ func outputsArchive(outs *candidate.Outputs, keep func(i int, name string) bool)
 	tw := tar.NewWriter(&buf)
 	for i, oc := range outs.Cases {
 		dir := "outputs/" + strconv.Itoa(i) + "/"
-		res := oc.Result
+		res := runResult(oc.Record)
 		res.Error = truncateUTF8(res.Error, maxResultError)
 		rr, err := json.Marshal(res)
 		if err != nil {
@@ -691,13 +711,13 @@ func (g *grade) graded(i int, name string) bool {
 
 // judge loads the outputs, runs the judge container and checks what it
 // said against what it was asked.
-func (g *grade) judge(ctx context.Context, vol string, prepared *engine.Prepared, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
+func (g *grade) judge(ctx context.Context, vol string, prepared sandbox.Prepared, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
 	c := g.c
 	data, err := outputsArchive(outs, g.graded)
 	if err != nil {
 		return nil, err
 	}
-	man, err := c.eng.CopyIn(ctx, g.run, vol, bytes.NewReader(data), engine.CopyInOptions{Policy: judgePolicy})
+	man, err := c.eng.CopyIn(ctx, g.run, vol, bytes.NewReader(data), sandbox.CopyInOptions{Policy: judgePolicy})
 	if err != nil {
 		return nil, fmt.Errorf("load candidate outputs for the judge: %w", err)
 	}
@@ -707,7 +727,7 @@ func (g *grade) judge(ctx context.Context, vol string, prepared *engine.Prepared
 		return nil, fmt.Errorf("judge phase: %w", err)
 	}
 	g.event("judge", "judge exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(), "stdout_bytes", len(res.Stdout))
-	if res.Exit != engine.ExitExited || res.Code != 0 {
+	if res.Exit != sandbox.ExitExited || res.Code != 0 {
 		return nil, &judgeError{schema.ReasonJudgeCrashed, fmt.Errorf("ended with %s (code %d): %s", res.Exit, res.Code, schema.Excerpt(res.Stderr, 200))}
 	}
 	if res.StdoutTruncated {

@@ -1,3 +1,5 @@
+//go:build engine
+
 package controller_test
 
 import (
@@ -25,6 +27,7 @@ import (
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
+	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
 )
@@ -53,7 +56,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if ctrl, err = controller.New(ctx, controller.Config{Engine: eng, Signer: signer, BuildProgress: os.Stderr, MaxInFlight: 4}); err != nil {
+	if ctrl, err = controller.New(ctx, controller.Config{Backend: eng, Signer: signer, BuildProgress: os.Stderr, MaxInFlight: 4}); err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
@@ -74,12 +77,12 @@ func loadTask(t testing.TB, name string) *task.Task {
 // assertClean fails if anything labelled with the run survived.
 func assertClean(t testing.TB, run string) {
 	t.Helper()
-	cs, vs, err := eng.Leftovers(context.Background(), run)
+	left, err := eng.Leftovers(context.Background(), run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs)+len(vs) > 0 {
-		t.Errorf("run %s left %d containers and %d volumes", run, len(cs), len(vs))
+	if len(left) > 0 {
+		t.Errorf("run %s left %v", run, left)
 	}
 }
 
@@ -434,11 +437,11 @@ func TestWorkspaceWalkFailureIsRejection(t *testing.T) {
 // harness's and the task's disclosure policy.
 func TestDisclosureOfVerdicts(t *testing.T) {
 	t.Parallel()
-	detailedCtrl, err := controller.New(t.Context(), controller.Config{Engine: eng, Signer: signer, Disclosure: schema.DisclosureDetailed})
+	detailedCtrl, err := controller.New(t.Context(), controller.Config{Backend: eng, Signer: signer, Disclosure: schema.DisclosureDetailed})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := controller.New(t.Context(), controller.Config{Engine: eng, Signer: signer, Disclosure: "verbose"}); err == nil {
+	if _, err := controller.New(t.Context(), controller.Config{Backend: eng, Signer: signer, Disclosure: "verbose"}); err == nil {
 		t.Error("New accepted an unknown disclosure policy")
 	}
 	wrong := filepath.Join("..", "examples", "sum", "solutions", "wrong")
@@ -539,7 +542,7 @@ func (f failingEngine) Run(ctx context.Context, s engine.Spec) (*engine.Result, 
 	return f.Docker.Run(ctx, s)
 }
 
-func (f failingEngine) Prepare(ctx context.Context, s engine.Spec) (*engine.Prepared, error) {
+func (f failingEngine) Prepare(ctx context.Context, s engine.Spec) (sandbox.Prepared, error) {
 	if s.Phase == f.phase {
 		return nil, errors.New("injected: Error response from daemon: no space left on device")
 	}
@@ -555,8 +558,8 @@ func TestFaultInjection(t *testing.T) {
 	honest := filepath.Join("..", "examples", "sum", "solutions", "honest")
 	newCtrl := func(t *testing.T, cfg controller.Config) *controller.Controller {
 		cfg.Signer = signer
-		if cfg.Engine == nil {
-			cfg.Engine = eng
+		if cfg.Backend == nil {
+			cfg.Backend = eng
 		}
 		c, err := controller.New(t.Context(), cfg)
 		if err != nil {
@@ -573,8 +576,8 @@ func TestFaultInjection(t *testing.T) {
 		{"judge prints garbage", controller.Config{JudgeImage: testJudge, JudgeCmd: []string{"/bin/testjudge", "garbage"}}, schema.ReasonInvalidVerdict},
 		{"judge verdict fails the schema", controller.Config{JudgeImage: testJudge, JudgeCmd: []string{"/bin/testjudge", "schema"}}, schema.ReasonInvalidVerdict},
 		{"judge answers another run", controller.Config{JudgeImage: testJudge, JudgeCmd: []string{"/bin/testjudge", "mismatch"}}, schema.ReasonInvalidVerdict},
-		{"daemon error in the judge phase", controller.Config{Engine: failingEngine{eng, "judge"}}, schema.ReasonInfrastructure},
-		{"daemon error in the candidate phase", controller.Config{Engine: failingEngine{eng, "candidate"}}, schema.ReasonInfrastructure},
+		{"daemon error in the judge phase", controller.Config{Backend: failingEngine{eng, "judge"}}, schema.ReasonInfrastructure},
+		{"daemon error in the candidate phase", controller.Config{Backend: failingEngine{eng, "candidate"}}, schema.ReasonInfrastructure},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

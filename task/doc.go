@@ -8,6 +8,21 @@
 // archive of the whole directory, so it covers everything a verdict
 // depends on, the spec's disclosure policy included.
 //
+// Load reads the directory once, through the firewall, into a snapshot held
+// in memory: the canonical archive the digest is computed from. The spec and
+// the cases are parsed from it, and everything read later — the hidden files
+// the judge's volume holds, a data task's input files, the public files —
+// comes from it, never from the directory again. So what a verdict grades is
+// exactly what its task digest covers, even if the directory changes after
+// Load. A loaded task costs its size in memory (at most the firewall policy's
+// 1 GiB).
+//
+// Phases receive only what they may see. Task.Public is the view for the
+// agent phase: id, kind, artifacts, limits and the public files, with no path
+// to the cases or to hidden/. The candidate phase receives the case inputs
+// alone, which the controller takes from the task; expected values stay here
+// and in the judge.
+//
 // Load refuses more than judge.MaxCases cases, the most whose verdict is
 // sure to stay within the schema's size limit.
 package task

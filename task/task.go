@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -18,7 +18,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/strictgrade/strictgrade/firewall"
-	"github.com/strictgrade/strictgrade/internal/tarball"
 	"github.com/strictgrade/strictgrade/judge"
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -33,6 +32,10 @@ const (
 
 // ErrInvalid is wrapped by every error about a malformed task.
 var ErrInvalid = errors.New("task: invalid task")
+
+// ErrNotLoaded is returned when the files of a Task that Load did not make
+// are asked for.
+var ErrNotLoaded = errors.New("task: no snapshot: the task was not made by Load")
 
 //go:embed task-v1.json
 var specSchemaJSON []byte
@@ -100,12 +103,17 @@ func (l Limits) CaseTime() time.Duration {
 
 // Task is a loaded, validated task.
 type Task struct {
+	// Dir is the directory the task was loaded from. Nothing reads it
+	// after Load: the task's files come from the snapshot Load took.
 	Dir   string
 	Spec  Spec
 	Cases *judge.Cases
 	// Digest is the sha256 (hex) of the canonical archive of the whole
-	// task directory.
+	// task directory as Load read it: the snapshot every later read of
+	// the task's files comes from.
 	Digest string
+
+	snap *snapshot
 }
 
 // Isolation values.
@@ -234,18 +242,21 @@ func describe(err error) string {
 	return strings.Join(lines, "; ")
 }
 
-// Load reads and validates the task in dir and computes its digest.
+// Load reads the task in dir once, into a snapshot held in memory (the
+// canonical archive whose sha256 is the digest), and validates it from
+// that snapshot. Everything read from the task afterwards, at grade time
+// included, comes from the snapshot: a change to dir after Load is never
+// graded under the digest of what was loaded.
 func Load(ctx context.Context, dir string) (*Task, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(abs)
+	snap, err := takeSnapshot(ctx, abs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, err
 	}
-	defer root.Close()
-	specData, err := readCapped(root, SpecFile)
+	specData, err := snap.file(SpecFile, maxSpecBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +264,7 @@ func Load(ctx context.Context, dir string) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	casesData, err := readCapped(root, path.Join(HiddenDir, CasesFile))
+	casesData, err := snap.file(path.Join(HiddenDir, CasesFile), maxSpecBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -267,81 +278,54 @@ func Load(ctx context.Context, dir string) (*Task, error) {
 				if err := checkRel(rel); err != nil {
 					return nil, fmt.Errorf("%w: case %s: %v", ErrInvalid, c.ID, err)
 				}
-				st, err := root.Lstat(path.Join(HiddenDir, rel))
-				if err != nil || !st.Mode().IsRegular() {
+				if _, ok := snap.hidden[rel]; !ok {
 					return nil, fmt.Errorf("%w: case %s: %s/%s is not a regular file", ErrInvalid, c.ID, HiddenDir, rel)
 				}
 			}
 		}
 	}
-	if st, err := root.Lstat(PublicDir); err != nil || !st.IsDir() {
+	if !snap.dirs[PublicDir] {
 		return nil, fmt.Errorf("%w: %s/ is missing", ErrInvalid, PublicDir)
 	}
-	t := &Task{Dir: abs, Spec: *spec, Cases: cases}
-	man, err := t.archive(ctx, io.Discard, nil)
-	if err != nil {
-		return nil, err
-	}
-	t.Digest = man.ArchiveSHA256
-	return t, nil
-}
-
-func readCapped(root *os.Root, name string) ([]byte, error) {
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSpecBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
-	}
-	if len(data) > maxSpecBytes {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrInvalid, name, maxSpecBytes)
-	}
-	return data, nil
+	return &Task{Dir: abs, Spec: *spec, Cases: cases, Digest: snap.digest, snap: snap}, nil
 }
 
 // taskPolicy is the firewall policy for a task author's files: roomier
 // than a submission's, equally strict about types and names.
 var taskPolicy = firewall.Policy{MaxTotalBytes: 1 << 30, MaxFileBytes: 256 << 20}
 
-// archive writes the canonical archive of the task directory (or of the
-// parts keep selects) to w.
-func (t *Task) archive(ctx context.Context, w io.Writer, keep func(string, bool) bool) (*firewall.Manifest, error) {
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(tarball.WriteDir(pw, t.Dir, keep)) }()
-	defer pr.Close()
-	man, err := firewall.Filter(ctx, pr, w, taskPolicy)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, t.Dir, err)
-	}
-	return man, nil
-}
-
 // WritePublic writes the canonical archive of public/ (entries rooted at
-// "public/") for the agent container.
+// "public/"), as it was loaded.
 func (t *Task) WritePublic(ctx context.Context, w io.Writer) error {
-	_, err := t.archive(ctx, w, tarball.Under([]string{PublicDir}))
-	return err
+	return t.narrow(w, PublicDir)
 }
 
-// HiddenFile reads one file of hidden/ (for inputs the candidate needs).
+// HiddenFile returns a copy of one file of hidden/ (for inputs the
+// candidate needs), as it was loaded.
 func (t *Task) HiddenFile(rel string) ([]byte, error) {
 	if err := checkRel(rel); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	root, err := os.OpenRoot(filepath.Join(t.Dir, HiddenDir))
-	if err != nil {
-		return nil, err
+	if t.snap == nil {
+		return nil, ErrNotLoaded
 	}
-	defer root.Close()
-	return root.ReadFile(rel)
+	data, ok := t.snap.hidden[rel]
+	if !ok {
+		return nil, fmt.Errorf("task: %s/%s: %w", HiddenDir, rel, fs.ErrNotExist)
+	}
+	return bytes.Clone(data), nil
 }
 
-// WriteHidden writes the hidden directory as a tar stream (entries rooted
-// at "hidden/") for the judge.
+// WriteHidden writes the canonical archive of hidden/ (entries rooted at
+// "hidden/") for the judge, as it was loaded.
 func (t *Task) WriteHidden(ctx context.Context, w io.Writer) error {
-	_, err := t.archive(ctx, w, tarball.Under([]string{HiddenDir}))
-	return err
+	return t.narrow(w, HiddenDir)
+}
+
+// narrow writes the entries of the snapshot at or below dir.
+func (t *Task) narrow(w io.Writer, dir string) error {
+	if t.snap == nil {
+		return ErrNotLoaded
+	}
+	return t.snap.narrow(w, dir)
 }

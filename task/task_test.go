@@ -1,10 +1,15 @@
 package task_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,5 +93,160 @@ func TestLoadCaseLimit(t *testing.T) {
 	_, err = task.Load(t.Context(), writeTask(t, judge.MaxCases+1))
 	if !errors.Is(err, task.ErrInvalid) || !errors.Is(err, judge.ErrCases) {
 		t.Errorf("err = %v, want ErrInvalid and judge.ErrCases", err)
+	}
+}
+
+// copyExample copies an example task into a temporary directory.
+func copyExample(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "task")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "examples", name, "task"))); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// entries returns the regular files of a tar archive by name.
+func entries(t *testing.T, r io.Reader) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[h.Name] = string(data)
+		}
+	}
+}
+
+// TestReadsComeFromTheSnapshot: once loaded, a task's files are the ones
+// its digest covers, whatever happens to the directory afterwards.
+func TestReadsComeFromTheSnapshot(t *testing.T) {
+	dir := copyExample(t, "csvstats")
+	tk, err := task.Load(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const input, expected = "cases/small/data.csv", "cases/small/stats.json"
+	read := func(rel string) string {
+		data, err := os.ReadFile(filepath.Join(dir, "hidden", filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	wantInput, wantExpected := read(input), read(expected)
+	readme, err := os.ReadFile(filepath.Join(dir, "public", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Change every kind of file the grade reads, and remove one.
+	for name, data := range map[string]string{
+		"hidden/" + input:    "a\n1\n",
+		"hidden/" + expected: `{"forged":true}`,
+		"public/README.md":   "changed\n",
+		"public/extra":       "new\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := task.Load(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Digest == tk.Digest {
+		t.Errorf("the changed directory has the loaded digest %s", tk.Digest)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "hidden", "cases", "wide")); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name string
+		got  func() (string, error)
+		want string
+	}{
+		{"input file", func() (string, error) { b, err := tk.HiddenFile(input); return string(b), err }, wantInput},
+		{"expected file", func() (string, error) { b, err := tk.HiddenFile(expected); return string(b), err }, wantExpected},
+		{"removed file", func() (string, error) { b, err := tk.HiddenFile("cases/wide/data.csv"); return string(b), err }, read0(t, "csvstats", "hidden/cases/wide/data.csv")},
+		{"hidden archive", func() (string, error) {
+			var buf bytes.Buffer
+			err := tk.WriteHidden(t.Context(), &buf)
+			return entries(t, &buf)["hidden/"+expected], err
+		}, wantExpected},
+		{"public archive", func() (string, error) {
+			var buf bytes.Buffer
+			err := tk.WritePublic(t.Context(), &buf)
+			return fmt.Sprint(entries(t, &buf)), err
+		}, fmt.Sprint(map[string]string{"public/README.md": string(readme)})},
+		{"public view", func() (string, error) { return fmt.Sprint(entries(t, tk.Public().Files())), nil },
+			fmt.Sprint(map[string]string{"README.md": string(readme)})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.got()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want the loaded %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// read0 reads a file of an example task as committed.
+func read0(t *testing.T, example, rel string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "examples", example, "task", filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestPublicHoldsNothingHidden: the public view of a task carries public/
+// and the task's declared shape, and nothing that leads to its cases.
+func TestPublicHoldsNothingHidden(t *testing.T) {
+	tk, err := task.Load(t.Context(), filepath.Join("..", "examples", "csvstats", "task"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tk.Public()
+	if p.ID() != tk.Spec.ID || p.Kind() != tk.Spec.Kind || p.Limits() != tk.Spec.Limits || !slices.Equal(p.Artifacts(), tk.Spec.Artifacts) {
+		t.Errorf("public view %s %s %v %v differs from the spec", p.ID(), p.Kind(), p.Limits(), p.Artifacts())
+	}
+	for name := range entries(t, p.Files()) {
+		if strings.Contains(name, "hidden") || strings.Contains(name, "cases") || name == task.SpecFile {
+			t.Errorf("public files hold %s", name)
+		}
+	}
+	// By type: no exported field, and no method that returns anything
+	// holding cases.
+	typ := reflect.TypeFor[task.Public]()
+	for f := range typ.Fields() {
+		if f.IsExported() {
+			t.Errorf("task.Public has an exported field %s", f.Name)
+		}
+	}
+	pt := reflect.TypeFor[*task.Public]()
+	for m := range pt.Methods() {
+		for out := range m.Type.Outs() {
+			if out == reflect.TypeFor[*task.Task]() || out.PkgPath() == reflect.TypeFor[judge.Cases]().PkgPath() {
+				t.Errorf("task.Public.%s returns %s", m.Name, out)
+			}
+		}
 	}
 }
