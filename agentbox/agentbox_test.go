@@ -49,7 +49,11 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		os.Exit(1)
 	}
-	if ctrl, err = controller.New(ctx, controller.Config{Backend: eng, Signer: signer, BuildProgress: os.Stderr}); err != nil {
+	if err := controller.BuildImages(ctx, eng, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if ctrl, err = controller.New(ctx, controller.Config{Backend: eng, Signer: signer}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -56,7 +56,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if ctrl, err = controller.New(ctx, controller.Config{Backend: eng, Signer: signer, BuildProgress: os.Stderr, MaxInFlight: 4}); err != nil {
+	if err := controller.BuildImages(ctx, eng, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		os.Exit(1)
+	}
+	if ctrl, err = controller.New(ctx, controller.Config{Backend: eng, Signer: signer, MaxInFlight: 4}); err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
@@ -419,8 +423,11 @@ func TestWorkspaceWalkFailureIsRejection(t *testing.T) {
 	if v.Outcome != schema.OutcomeFail || v.ReasonCode != schema.ReasonRejectedArtifact {
 		t.Fatalf("verdict %s %s (%s), want FAIL rejected_artifact", v.Outcome, v.ReasonCode, v.Reason)
 	}
-	if res.Archive != nil || v.Images != (schema.Images{}) {
-		t.Errorf("a rejected submission ran: archive %d bytes, images %+v", len(res.Archive), v.Images)
+	if v.Images != (schema.Images{}) {
+		t.Errorf("a rejected submission ran: images %+v", v.Images)
+	}
+	if sha256Hex(res.Archive) != v.Submission.SHA256 {
+		t.Errorf("Result.Archive is not the bytes the verdict binds")
 	}
 	for _, c := range v.Cases {
 		if c.Outcome != schema.OutcomeFail || c.DecidedBy != schema.DecidedByFirewall || c.Exit != schema.ExitNotRun {

@@ -56,7 +56,7 @@ func run(ctx context.Context, taskDir string, fake bool) error {
 	if err != nil {
 		return err
 	}
-	cfg := controller.Config{Signer: signer, BuildProgress: os.Stderr}
+	cfg := controller.Config{Signer: signer}
 	if fake {
 		cfg.Backend, cfg.RuntimeImage, cfg.JudgeImage = fakeBackend(), sandboxtest.RuntimeImage, sandboxtest.JudgeImage
 	} else {
@@ -66,6 +66,10 @@ func run(ctx context.Context, taskDir string, fake bool) error {
 		}
 		defer b.Close()
 		cfg.Backend = b
+		// The explicit build step: New only resolves images.
+		if err := controller.BuildImages(ctx, b, os.Stderr); err != nil {
+			return err
+		}
 	}
 	ctrl, err := controller.New(ctx, cfg)
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
 )
@@ -108,4 +110,38 @@ func runImagesList(ctx context.Context, args []string, stdio IO) int {
 	}
 	tw.Flush()
 	return ExitOK
+}
+
+// newController is controller.New for the commands that grade. The runtime
+// and judge images are taken from cfg, else from $STRICTGRADE_RUNTIME_IMAGE
+// and $STRICTGRADE_JUDGE_IMAGE (references, best pinned by digest); the
+// ones still unset are built when missing, with progress on stderr. The
+// CLI is the explicit build step; the library only resolves.
+func newController(ctx context.Context, stdio IO, cfg controller.Config) (*controller.Controller, error) {
+	if cfg.RuntimeImage == "" {
+		cfg.RuntimeImage = os.Getenv("STRICTGRADE_RUNTIME_IMAGE")
+	}
+	if cfg.JudgeImage == "" {
+		cfg.JudgeImage = os.Getenv("STRICTGRADE_JUDGE_IMAGE")
+	}
+	var todo []images.Image
+	if cfg.RuntimeImage == "" {
+		todo = append(todo, images.Python{})
+	}
+	if cfg.JudgeImage == "" {
+		todo = append(todo, images.Judge())
+	}
+	if len(todo) > 0 {
+		eng, err := engine.NewDocker(ctx, engine.Config{Logger: stdio.Log})
+		if err != nil {
+			return nil, err
+		}
+		defer eng.Close()
+		for _, img := range todo {
+			if _, err := images.Ensure(ctx, eng, img, stdio.Stderr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return controller.New(ctx, cfg)
 }

@@ -4,13 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	goruntime "runtime"
@@ -24,66 +20,92 @@ import (
 // GoBinaries is an image holding static Go binaries of this module on an
 // empty root filesystem: no shell, no libc, no interpreter. Each package is
 // built with CGO_ENABLED=0 and installed as /bin/<last path element>.
+//
+// The binaries are built with this module as the main module (never the
+// module that embeds the library), -trimpath, -buildvcs=false and an empty
+// build id, so the same source gives the same bytes whoever builds it.
 type GoBinaries struct {
 	ImageName string   // logical image name, e.g. "judge"
 	Packages  []string // import paths of main packages in this module
+	// Source is the packages' source hash (sourceHash), recorded ahead of
+	// time so that the recipe needs no Go toolchain; empty means compute
+	// it with the toolchain (the images tests build).
+	Source string
 }
 
-// goLayout versions the root filesystem layout built around the binaries.
-const goLayout = 1
+// goLayout versions the root filesystem layout and the build settings.
+const goLayout = 2
 
 // Name implements Image.
 func (g GoBinaries) Name() string { return g.ImageName }
 
-// build compiles the binaries into dir and returns their hashes by name.
-// The go command's build cache makes repeated calls cheap, and -trimpath
-// with -buildvcs=false makes the output depend on the source alone.
-func (g GoBinaries) build(ctx context.Context, dir string) (map[string]string, error) {
+// ldflags strips symbols and the build id, which would otherwise differ
+// between builders.
+const ldflags = "-s -w -buildid="
+
+// build compiles the binaries of the module at mod into dir and returns
+// their names.
+func (g GoBinaries) build(ctx context.Context, mod, dir string) ([]string, error) {
 	if len(g.Packages) == 0 {
 		return nil, fmt.Errorf("no packages for image %q", g.ImageName)
 	}
-	sums := map[string]string{}
+	var names []string
 	for _, pkg := range g.Packages {
 		name := path.Base(pkg)
-		if _, dup := sums[name]; dup {
+		if slices.Contains(names, name) {
 			return nil, fmt.Errorf("two packages named %q", name)
 		}
-		out := filepath.Join(dir, name)
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goruntime.GOARCH, "GOFLAGS=-mod=mod")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("go build %s: %v: %s", pkg, err, strings.TrimSpace(stderr.String()))
-		}
-		data, err := os.ReadFile(out)
-		if err != nil {
+		names = append(names, name)
+		if _, err := goCmd(ctx, mod, buildEnv(), "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", filepath.Join(dir, name), pkg); err != nil {
 			return nil, err
 		}
-		sum := sha256.Sum256(data)
-		sums[name] = hex.EncodeToString(sum[:])
 	}
-	return sums, nil
+	return names, nil
 }
 
-// Recipe implements Image: the hash of the layout and of every binary.
-func (g GoBinaries) Recipe(ctx context.Context) (string, error) {
-	dir, err := os.MkdirTemp("", "strictgrade-gobin-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	sums, err := g.build(ctx, dir)
-	if err != nil {
-		return "", err
-	}
+// recipe is the hash of the layout and of the source.
+func (g GoBinaries) recipe(source string) string {
 	return hashJSON(struct {
 		Kind   string
 		Name   string
-		Bins   map[string]string
+		Source string
+		Arch   string
 		Dirs   []string
 		Layout int
-	}{"go-scratch", g.ImageName, sums, sandboxDirs, goLayout}), nil
+	}{"go-scratch", g.ImageName, source, goruntime.GOARCH, sandboxDirs, goLayout})
+}
+
+// Recipe implements Image. With Source set it needs no toolchain.
+func (g GoBinaries) Recipe(ctx context.Context) (string, error) {
+	if g.Source != "" {
+		return g.recipe(g.Source), nil
+	}
+	mod, err := moduleDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	src, err := sourceHash(ctx, mod, g.Packages)
+	if err != nil {
+		return "", err
+	}
+	return g.recipe(src), nil
+}
+
+// Binaries builds the image's binaries into dir, from the source the
+// recipe names, and returns their names.
+func (g GoBinaries) Binaries(ctx context.Context, dir, recipe string) ([]string, error) {
+	mod, err := moduleDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	src, err := sourceHash(ctx, mod, g.Packages)
+	if err != nil {
+		return nil, err
+	}
+	if g.recipe(src) != recipe {
+		return nil, fmt.Errorf("the %s source in %s is not the source this build of strictgrade expects (in its own source tree, run go generate ./internal/images)", g.ImageName, mod)
+	}
+	return g.build(ctx, mod, dir)
 }
 
 // Build implements Image.
@@ -94,19 +116,26 @@ func (g GoBinaries) Build(ctx context.Context, s Store, recipe string, progress 
 	}
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(progress, "images: compiling %s\n", strings.Join(g.Packages, " "))
-	sums, err := g.build(ctx, dir)
+	names, err := g.Binaries(ctx, dir, recipe)
 	if err != nil {
 		return "", err
 	}
 	var buf bytes.Buffer
-	if err := scratchTar(&buf, dir, slices.Sorted(maps.Keys(sums))); err != nil {
+	if err := scratchTar(&buf, dir, slices.Sorted(slices.Values(names))); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(progress, "images: importing %d binaries (%d KiB)\n", len(sums), buf.Len()>>10)
-	return s.ImportImage(ctx, &buf, engine.ImportSpec{
-		Name: g.ImageName, Recipe: recipe,
-		Env: []string{"PATH=/bin"},
-	})
+	spec := engine.ImportSpec{Name: g.ImageName, Recipe: recipe, Env: []string{"PATH=/bin"}}
+	l, ok := s.(loader)
+	if !ok {
+		fmt.Fprintf(progress, "images: importing %d binaries (%d KiB)\n", len(names), buf.Len()>>10)
+		return s.ImportImage(ctx, &buf, spec)
+	}
+	archive, ref, err := imageArchive(buf.Bytes(), spec)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(progress, "images: loading %d binaries (%d KiB) as %s\n", len(names), buf.Len()>>10, ref)
+	return l.LoadImage(ctx, bytes.NewReader(archive), ref)
 }
 
 // scratchTar writes a root filesystem with /bin holding the named files of

@@ -5,15 +5,24 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/strictgrade/strictgrade/internal/engine"
 )
 
-// Store is the part of the engine that images need.
-type Store interface {
+// ErrMissing reports that no image with the expected recipe exists.
+var ErrMissing = errors.New("images: image missing")
+
+// Finder finds an image by its name and recipe: all that resolving needs.
+type Finder interface {
 	FindImage(ctx context.Context, name, recipe string) (engine.ImageInfo, bool, error)
+}
+
+// Store is the part of the engine that building needs.
+type Store interface {
+	Finder
 	ImportImage(ctx context.Context, rootfs io.Reader, spec engine.ImportSpec) (string, error)
 }
 
@@ -22,11 +31,29 @@ type Image interface {
 	// Name is the logical image name, e.g. "python".
 	Name() string
 	// Recipe returns the hash that identifies what Build would produce.
-	// It may do cheap work (compiling Go binaries is cached by the go
-	// command) but must not touch the daemon.
+	// It never touches the daemon, and for the images a controller
+	// resolves (Python, Judge) it runs nothing at all: no Go toolchain,
+	// no source tree.
 	Recipe(ctx context.Context) (string, error)
 	// Build produces the image and returns its ID.
 	Build(ctx context.Context, s Store, recipe string, progress io.Writer) (string, error)
+}
+
+// Resolve returns the ID of img's image with the current recipe, or an
+// error wrapping ErrMissing. It never builds.
+func Resolve(ctx context.Context, f Finder, img Image) (string, error) {
+	recipe, err := img.Recipe(ctx)
+	if err != nil {
+		return "", fmt.Errorf("images: %s recipe: %w", img.Name(), err)
+	}
+	info, ok, err := f.FindImage(ctx, img.Name(), recipe)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: no %s image with recipe %s", ErrMissing, img.Name(), recipe[:12])
+	}
+	return info.ID, nil
 }
 
 // Ensure returns the ID of img's image, building it when no image with the

@@ -76,7 +76,7 @@ func (p Python) Build(ctx context.Context, s Store, recipe string, progress io.W
 		return "", errors.New("debootstrap needs root: run as root, or build the image where you are root (strictgrade images build)")
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
-		return "", errors.New("debootstrap not found: install it (apt-get install debootstrap)")
+		return "", errors.New("debootstrap not found: install it with `apt-get install debootstrap` (Debian, Ubuntu), or name a runtime image you have (STRICTGRADE_RUNTIME_IMAGE, controller.Config.RuntimeImage)")
 	}
 	tmp, err := os.MkdirTemp("", "strictgrade-rootfs-")
 	if err != nil {

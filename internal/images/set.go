@@ -19,7 +19,8 @@ func All() []Image {
 const judgePackage = "github.com/strictgrade/strictgrade/judge/cmd/judge"
 
 // Judge is the judge image: the judge binary on scratch, no shell and no
-// interpreter.
+// interpreter. Its source hash is recorded in judgeSource, so resolving it
+// needs no toolchain.
 func Judge() GoBinaries {
-	return GoBinaries{ImageName: "judge", Packages: []string{judgePackage}}
+	return GoBinaries{ImageName: "judge", Packages: []string{judgePackage}, Source: judgeSource}
 }

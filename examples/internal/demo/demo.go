@@ -55,10 +55,12 @@ func withController(ctx context.Context, dir string, f func(context.Context, str
 	if err != nil {
 		return err
 	}
+	if err := controller.BuildImages(ctx, nil, os.Stderr); err != nil {
+		return err
+	}
 	ctrl, err := controller.New(ctx, controller.Config{
-		Signer:        signer,
-		BuildProgress: os.Stderr,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Signer: signer,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err
