@@ -429,8 +429,14 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 		rec := record(res)
 		for j, i := range group { // the j-th call was case i
 			c := Case{Record: rec, Stderr: res.Stderr}
-			if v, ok := records[j]; ok {
-				c.Files = map[string][]byte{"value.json": v}
+			if r, ok := records[j]; ok {
+				c.Files = map[string][]byte{"value.json": r.value}
+				if r.timed {
+					// The call's own time, measured in the process the
+					// candidate shares: for reading only, and never more
+					// than the container's.
+					c.Record.Duration = min(r.took, rec.Duration)
+				}
 			}
 			out.Cases[i] = c
 		}
@@ -438,27 +444,50 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 	return nil
 }
 
-// splitRecords reads the shim's output: one line per case, "<index>\t<record>".
-// The bytes are the candidate's to shape, so nothing here trusts them: a
-// line that does not parse is ignored, the first line for an index wins,
-// and the judge parses each record strictly. A case without a line has
-// no result.
-func splitRecords(stdout []byte, n int) map[int][]byte {
-	records := map[int][]byte{}
+// shimRecord is one call's line of the shim's output.
+type shimRecord struct {
+	value []byte
+	took  time.Duration
+	timed bool // the line carried the call's time
+}
+
+// splitRecords reads the shim's output: one line per case,
+// "<index>\t<ms>\t<record>" (or "<index>\t<record>" without the call's
+// time). The bytes are the candidate's to shape, so nothing here trusts
+// them: a line that does not parse is ignored, the first line for an index
+// wins, and the judge parses each record strictly. A case without a line
+// has no result.
+func splitRecords(stdout []byte, n int) map[int]shimRecord {
+	records := map[int]shimRecord{}
 	for _, line := range bytes.Split(stdout, []byte{'\n'}) {
-		idx, rec, ok := bytes.Cut(line, []byte{'\t'})
-		if !ok || len(idx) == 0 || len(idx) > 9 {
+		idx, rest, ok := bytes.Cut(line, []byte{'\t'})
+		i, okIdx := smallInt(idx)
+		if !ok || !okIdx || i >= n {
 			continue
 		}
-		i, err := strconv.Atoi(string(idx))
-		if err != nil || i < 0 || i >= n || string(idx) != strconv.Itoa(i) {
+		if _, seen := records[i]; seen {
 			continue
 		}
-		if _, seen := records[i]; !seen {
-			records[i] = bytes.Clone(rec)
+		r := shimRecord{value: rest}
+		if ms, value, ok := bytes.Cut(rest, []byte{'\t'}); ok {
+			if m, okMS := smallInt(ms); okMS {
+				r = shimRecord{value: value, took: time.Duration(m) * time.Millisecond, timed: true}
+			}
 		}
+		r.value = bytes.Clone(r.value)
+		records[i] = r
 	}
 	return records
+}
+
+// smallInt reads a non-negative decimal of at most 9 digits in canonical
+// form.
+func smallInt(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	i, err := strconv.Atoi(string(b))
+	return i, err == nil && i >= 0 && string(b) == strconv.Itoa(i)
 }
 
 func (ph *phase) command(ctx context.Context, out *Outputs) error {

@@ -1,7 +1,8 @@
 # strictgrade function-task shim. Trusted code that runs next to the
 # candidate inside the candidate container: it imports the candidate's
 # callable, applies it to each case's JSON arguments and writes the return
-# value as JSON, one line per case ("<index>\t<record>"), to the
+# value as JSON, one line per case ("<index>\t<ms>\t<record>", <ms> the
+# call's own wall-clock time in milliseconds), to the
 # container's standard output, which it keeps for itself: the candidate's
 # own prints go to standard error. Only these bytes leave the container;
 # expected values are never here. Whatever the candidate does to this
@@ -15,6 +16,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 
 CASES = "/inputs/cases.json"
@@ -26,8 +28,13 @@ RESULTS = os.dup(1)
 os.dup2(2, 1)
 
 
+# The current call's wall-clock time in milliseconds, set before its record
+# is written.
+elapsed_ms = 0
+
+
 def write_record(index, record):
-    line = ("%d\t" % index).encode() + json.dumps(record, allow_nan=False, separators=(",", ":")).encode() + b"\n"
+    line = ("%d\t%d\t" % (index, elapsed_ms)).encode() + json.dumps(record, allow_nan=False, separators=(",", ":")).encode() + b"\n"
     while line:
         line = line[os.write(RESULTS, line):]
 
@@ -60,7 +67,9 @@ def main():
             write_record(i, {"ok": False, "error": "import failed: " + describe(exc)})
         return
     signal.signal(signal.SIGALRM, on_alarm)
+    global elapsed_ms
     for i, args in enumerate(spec["cases"]):
+        start = time.monotonic()
         try:
             signal.setitimer(signal.ITIMER_REAL, seconds)
             try:
@@ -77,6 +86,7 @@ def main():
         except BaseException as exc:
             record = {"ok": False, "error": describe(exc)}
         try:
+            elapsed_ms = int((time.monotonic() - start) * 1000)
             write_record(i, record)
         except BaseException as exc:
             sys.stderr.write("shim: cannot record case %d: %s\n" % (i, describe(exc)))

@@ -38,10 +38,8 @@ func (c *Controller) CheckCompat(ctx context.Context, t *compat.Task) (*Result, 
 }
 
 func (c *Controller) runCompat(ctx context.Context, t *compat.Task, diff []byte, run func(context.Context, compat.Request) (*compat.Outcome, error)) (*Result, error) {
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ErrCouldNotGrade, ctx.Err())
+	if err := c.acquire(ctx); err != nil {
+		return nil, err
 	}
 	defer func() { <-c.sem }()
 	g := &grade{c: c, run: newRunID(), nonce: schema.NewNonce(), start: time.Now()}

@@ -13,7 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,23 +51,22 @@ type Config struct {
 	Signer *attest.Signer
 	// MaxInFlight bounds concurrent grades; default 2.
 	MaxInFlight int
-	// RuntimeImage is the image candidates, compat oracles and agents run
-	// (an image ID or reference); by default the Python runtime image,
-	// built when missing. A backend that cannot build images (one that is
-	// not the Docker backend) needs it set.
+	// RuntimeImage is the image candidates, compat oracles and agents run:
+	// an image ID or a reference the backend holds, best pinned by digest
+	// (repo@sha256:…). By default it is the Python runtime image with the
+	// recipe this build of strictgrade expects, found by that recipe and
+	// never built here (BuildImages builds it). A backend that finds no
+	// images by recipe (one that is not the Docker backend) needs it set.
 	RuntimeImage string
-	// JudgeImage and JudgeCmd override the judge image (an image ID or
-	// reference) and its command; by default the judge image is built
-	// from this module and runs /bin/judge. A backend that cannot build
-	// images needs JudgeImage set.
+	// JudgeImage and JudgeCmd override the judge image (as RuntimeImage)
+	// and its command; by default the judge image with the expected
+	// recipe, running /bin/judge.
 	JudgeImage string
 	JudgeCmd   []string
 	// Progress, when set, receives every log event as it happens.
 	Progress func(Event)
 	// Logger receives the same events; nil discards them.
 	Logger *slog.Logger
-	// BuildProgress receives image build progress; nil discards it.
-	BuildProgress io.Writer
 	// Disclosure is the harness's say in how much verdict reasons may
 	// reveal (schema.Disclosure); the task has one too (its spec's
 	// disclosure field). "digest" from either side wins: the default
@@ -94,8 +93,10 @@ type Controller struct {
 	runtime   string
 }
 
-// New validates cfg, connects to the engine and makes sure the runtime and
-// judge images exist, building them when missing.
+// New validates cfg, connects to the engine and resolves the runtime and
+// judge images to the IDs verdicts record. It builds nothing and runs no
+// program on the host: a missing image is an error wrapping
+// ErrImageMissing that names how to build it.
 func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if cfg.Signer == nil {
 		return nil, errors.New("controller: Config.Signer is required")
@@ -112,10 +113,6 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	progress := cfg.BuildProgress
-	if progress == nil {
-		progress = io.Discard
-	}
 	c := &Controller{cfg: cfg, eng: cfg.Backend, log: log, sem: make(chan struct{}, cfg.MaxInFlight)}
 	if c.eng == nil {
 		b, err := docker.New(ctx, docker.Config{Logger: log})
@@ -126,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c.runtime = c.eng.Runtime()
 	var err error
-	if c.runtimeID, err = c.image(ctx, cfg.RuntimeImage, images.Python{}, progress); err != nil {
+	if c.runtimeID, err = c.image(ctx, cfg.RuntimeImage, images.Python{}); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -134,7 +131,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if len(c.judgeCmd) == 0 {
 		c.judgeCmd = []string{"/bin/judge", "--root", judgeRoot}
 	}
-	if c.judgeID, err = c.image(ctx, cfg.JudgeImage, images.Judge(), progress); err != nil {
+	if c.judgeID, err = c.image(ctx, cfg.JudgeImage, images.Judge()); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -142,16 +139,20 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 }
 
 // image resolves ref to the ID verdicts record (never a name) or, when ref
-// is empty, makes sure img is built on a backend that can build it.
-func (c *Controller) image(ctx context.Context, ref string, img images.Image, progress io.Writer) (string, error) {
+// is empty, finds img by the recipe this build expects.
+func (c *Controller) image(ctx context.Context, ref string, img images.Image) (string, error) {
 	if ref != "" {
 		return c.eng.ImageID(ctx, ref)
 	}
-	store, ok := c.eng.(images.Store)
+	f, ok := c.eng.(images.Finder)
 	if !ok {
-		return "", fmt.Errorf("controller: the %s backend builds no images: set the %s image in Config", c.runtime, img.Name())
+		return "", fmt.Errorf("controller: the %s backend finds no images by recipe: set the %s image in Config", c.runtime, img.Name())
 	}
-	return images.Ensure(ctx, store, img, progress)
+	id, err := images.Resolve(ctx, f, img)
+	if errors.Is(err, images.ErrMissing) {
+		return "", fmt.Errorf("%w: %v; build it with `strictgrade images build` or controller.BuildImages, or name one in Config", ErrImageMissing, err)
+	}
+	return id, err
 }
 
 // RuntimeImage returns the ID of the image candidates and compat oracles
@@ -180,6 +181,11 @@ func (c *Controller) Close() error {
 type Submission struct {
 	Dir     string
 	Archive io.Reader
+	// Nonce is the nonce the request was issued with, so that a verifier
+	// can refuse a replayed verdict; empty asks the controller for a fresh
+	// one. It must be 16 to 128 characters of A-Z, a-z, 0-9, '_' and '-'
+	// (schema.NewNonce makes one).
+	Nonce string
 }
 
 // Result is the outcome of a grade.
@@ -189,8 +195,10 @@ type Result struct {
 	Signed *attest.Signed
 	// Archive is the exact bytes graded — the canonical archive (strict
 	// tier) or the diff (compat tier); its sha256 is the verdict's
-	// submission digest, the subject of the statement. It is nil when the
-	// firewall rejected the submission.
+	// submission digest, the subject of the statement. When the grade
+	// ended before a canonical archive existed (the firewall rejected the
+	// submission, or an ERROR while admitting it) it is the bytes as
+	// presented, which the digest then covers.
 	Archive []byte
 	// Log lists what happened, in order.
 	Log []Event
@@ -255,13 +263,15 @@ func (c *Controller) Grade(ctx context.Context, t *task.Task, sub Submission) (*
 	if t == nil {
 		return nil, fmt.Errorf("%w: nil task", ErrCouldNotGrade)
 	}
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ErrCouldNotGrade, ctx.Err())
+	nonce, err := issue(sub.Nonce)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.acquire(ctx); err != nil {
+		return nil, err
 	}
 	defer func() { <-c.sem }()
-	g := &grade{c: c, task: t, subm: sub, run: newRunID(), nonce: schema.NewNonce(), start: time.Now(),
+	g := &grade{c: c, task: t, subm: sub, run: newRunID(), nonce: nonce, start: time.Now(),
 		disclosure: disclosure(c.cfg.Disclosure, t.Spec.Disclosure)}
 	g.event("setup", "grade started", "task", t.Spec.ID, "task_digest", t.Digest, "disclosure", string(g.disclosure))
 	v, archive, gradeErr := g.grade(ctx)
@@ -279,11 +289,43 @@ func (c *Controller) Grade(ctx context.Context, t *task.Task, sub Submission) (*
 		return nil, fmt.Errorf("%w: sign: %w", ErrCouldNotGrade, errors.Join(gradeErr, err))
 	}
 	g.event("sign", "verdict signed", "outcome", string(v.Outcome), "key", c.cfg.Signer.Hint())
+	if archive == nil && g.presented != nil {
+		archive = g.presented.data // what the verdict's digest covers
+	}
 	res := &Result{Verdict: v, Signed: signed, Archive: archive, Log: g.log}
 	if gradeErr != nil {
 		return res, fmt.Errorf("%w: %w", ErrCouldNotGrade, gradeErr)
 	}
 	return res, nil
+}
+
+// acquire takes a grading slot. A Controller not made by New has none and
+// fails at once instead of waiting forever.
+func (c *Controller) acquire(ctx context.Context) error {
+	if c.sem == nil {
+		return fmt.Errorf("%w: the Controller was not made by New", ErrCouldNotGrade)
+	}
+	select {
+	case c.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrCouldNotGrade, ctx.Err())
+	}
+}
+
+// nonceForm is the verdict schema's form of a nonce.
+var nonceForm = regexp.MustCompile(`^[A-Za-z0-9_-]{16,128}$`)
+
+// issue returns the caller's nonce when it has the verdict's form, or a
+// fresh one when the caller gave none.
+func issue(nonce string) (string, error) {
+	switch {
+	case nonce == "":
+		return schema.NewNonce(), nil
+	case !nonceForm.MatchString(nonce):
+		return "", fmt.Errorf("%w: Submission.Nonce must be 16 to 128 characters of A-Z, a-z, 0-9, '_' and '-'", ErrCouldNotGrade)
+	}
+	return nonce, nil
 }
 
 // disclosure resolves the harness's and the task's disclosure policies (see
@@ -533,18 +575,16 @@ func (g *grade) admit(ctx context.Context, raw *presented) ([]byte, *firewall.Ma
 	default:
 		return nil, nil, errors.New("submission: set exactly one of Dir and Archive")
 	}
-	// The presented bytes are spooled first, so that the digest a
-	// rejection is bound to covers exactly what was presented.
-	spool, err := raw.spool(in, 2*pol.MaxTotalBytes+(16<<20))
-	if err != nil {
+	// The presented bytes are read whole first, so that the digest a
+	// rejection is bound to covers exactly what was presented, and the
+	// caller gets those bytes back.
+	if err := raw.read(in, 2*pol.MaxTotalBytes+(16<<20)); err != nil {
 		return nil, nil, err
 	}
-	defer spool.Close()
-	defer os.Remove(spool.Name())
-	var src io.Reader = spool
+	var src io.Reader = bytes.NewReader(raw.data)
 	if sub.Archive != nil {
 		var whole bytes.Buffer
-		if _, err := firewall.Filter(ctx, spool, &whole, pol); err != nil {
+		if _, err := firewall.Filter(ctx, bytes.NewReader(raw.data), &whole, pol); err != nil {
 			return nil, nil, err
 		}
 		var narrowed bytes.Buffer
@@ -790,35 +830,27 @@ func digest(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// presented records the digest and size of the submission bytes as they
-// were presented, before any filtering.
+// presented holds the submission bytes as they were presented, before any
+// filtering, with their digest and size.
 type presented struct {
-	sum string
-	n   int64
+	sum  string
+	n    int64
+	data []byte
 }
 
-// spool copies at most limit bytes of r into a temporary file, recording
-// their digest and size. More than limit bytes is a firewall limit error.
-func (p *presented) spool(r io.Reader, limit int64) (*os.File, error) {
-	f, err := os.CreateTemp("", "strictgrade-submission-*.tar")
-	if err != nil {
-		return nil, err
-	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, limit+1))
-	p.sum, p.n = hex.EncodeToString(h.Sum(nil)), n
-	if err == nil && n > limit {
+// read reads at most limit+1 bytes of r, keeping what it read even when it
+// fails, so that a verdict about them can name them and the caller can
+// have them. More than limit bytes is a firewall limit error.
+func (p *presented) read(r io.Reader, limit int64) error {
+	var buf bytes.Buffer
+	_, err := io.Copy(&buf, io.LimitReader(r, limit+1))
+	p.data = buf.Bytes()
+	sum := sha256.Sum256(p.data)
+	p.sum, p.n = hex.EncodeToString(sum[:]), int64(len(p.data))
+	if err == nil && p.n > limit {
 		err = fmt.Errorf("%w: submission larger than %d bytes", firewall.ErrLimit, limit)
 	}
-	if err == nil {
-		_, err = f.Seek(0, io.SeekStart)
-	}
-	if err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	return f, nil
+	return err
 }
 
 func sortedKeys(m map[string][]byte) []string {

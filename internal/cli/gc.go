@@ -8,47 +8,37 @@ import (
 )
 
 func init() {
-	register(command{name: "gc", summary: "remove abandoned strictgrade containers and volumes", run: runGC})
+	register(command{name: "gc", summary: "remove abandoned strictgrade containers and volumes", do: runGC})
 }
 
 // runGC reaps what killed processes left. By default it removes only what
 // is provably abandoned, so it is safe while grades run in other
 // processes; --all removes every managed object.
-func runGC(ctx context.Context, args []string, stdio IO) int {
-	fs := newFlags("gc", stdio.Stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: strictgrade gc [--run ID] [--older-than D] [--max-age D] [--all] [--dry-run]
-
-Removes the containers and volumes strictgrade created that are abandoned:
+func runGC(ctx context.Context, args []string, stdio IO) error {
+	fs := flagSet(stdio.Stderr, "gc", "[flags]", `Removes the containers and volumes strictgrade created that are abandoned:
 the process that made them is gone (same machine, boot and pid namespace,
 and its pid is free or names a process started later), or they are older
 than --max-age, the longest a grade is assumed to live. Objects of grades
 running in other processes are left alone. --all removes every selected
 object, running grades' included. Each object is printed on stdout as
-"container<TAB>ID" or "volume<TAB>NAME".
-
-`)
-		fs.PrintDefaults()
-	}
+"container<TAB>ID" or "volume<TAB>NAME".`)
 	run := fs.String("run", "", "only objects of this run id")
 	older := fs.Duration("older-than", 0, "only objects created at least this long ago (e.g. 1h)")
 	maxAge := fs.Duration("max-age", engine.DefaultMaxAge, "objects older than this are abandoned whatever their owner")
 	all := fs.Bool("all", false, "remove every selected object, including those of running grades")
 	dry := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 0 {
-		fmt.Fprintln(stdio.Stderr, "strictgrade gc: takes no arguments")
-		return ExitUsage
+		return usagef("takes no arguments")
 	}
 	if *maxAge <= 0 || *older < 0 {
-		fmt.Fprintln(stdio.Stderr, "strictgrade gc: --max-age must be positive and --older-than not negative")
-		return ExitUsage
+		return usagef("--max-age must be positive and --older-than not negative")
 	}
 	eng, err := engine.NewDocker(ctx, engine.Config{Logger: stdio.Log})
 	if err != nil {
-		return fail(stdio, "gc", ExitError, err)
+		return err
 	}
 	defer eng.Close()
 	rep, err := eng.GC(ctx, engine.GCOptions{Run: *run, OlderThan: *older, MaxAge: *maxAge, All: *all, DryRun: *dry})
@@ -59,7 +49,7 @@ object, running grades' included. Each object is printed on stdout as
 		fmt.Fprintf(stdio.Stdout, "volume\t%s\n", v)
 	}
 	if err != nil {
-		return fail(stdio, "gc", ExitError, err)
+		return err
 	}
 	verb := "removed"
 	if *dry {
@@ -67,5 +57,5 @@ object, running grades' included. Each object is printed on stdout as
 	}
 	fmt.Fprintf(stdio.Stderr, "gc: %s %d containers, %d volumes; left %d objects of live processes\n",
 		verb, len(rep.Containers), len(rep.Volumes), rep.Kept)
-	return ExitOK
+	return nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,26 +17,19 @@ import (
 )
 
 func init() {
-	register(command{name: "grade", summary: "grade a submission against a task and sign the verdict", run: runGrade})
+	register(command{name: "grade", summary: "grade a submission against a task and sign the verdict", do: runGrade})
 }
 
-// outcomeCode maps a verdict outcome to the documented exit code.
-func outcomeCode(o schema.Outcome) int {
-	switch o {
-	case schema.OutcomePass:
-		return ExitOK
-	case schema.OutcomeFail:
-		return ExitFail
-	case schema.OutcomeQuarantined:
-		return ExitQuarantined
-	default:
-		return ExitError
-	}
-}
+// keyPasswordEnv names the environment variables that hold an encrypted
+// private key's password, in the order they are read.
+var keyPasswordEnv = []string{"STRICTGRADE_KEY_PASSWORD", "COSIGN_PASSWORD"}
 
-// loadSigner reads the private key at path (password from
-// $STRICTGRADE_KEY_PASSWORD, or $COSIGN_PASSWORD for cosign keys), or
-// makes an ephemeral key when path is empty.
+// keyHelp describes --key for the commands that sign.
+const keyHelp = "private key PEM for signing (default: an ephemeral key); an encrypted key's password is read from $STRICTGRADE_KEY_PASSWORD, else $COSIGN_PASSWORD"
+
+// loadSigner reads the private key at path, with the password from the
+// first of keyPasswordEnv that is set, or makes an ephemeral key when path
+// is empty.
 func loadSigner(path string) (*attest.Signer, bool, error) {
 	if path == "" {
 		priv, _, err := attest.GenerateKey(attest.KeyECDSAP256, nil)
@@ -47,101 +39,143 @@ func loadSigner(path string) (*attest.Signer, bool, error) {
 		s, err := attest.LoadSigner(priv, nil)
 		return s, true, err
 	}
-	pw := os.Getenv("STRICTGRADE_KEY_PASSWORD")
-	if pw == "" {
-		pw = os.Getenv("COSIGN_PASSWORD")
+	var pw string
+	for _, name := range keyPasswordEnv {
+		if pw = os.Getenv(name); pw != "" {
+			break
+		}
 	}
 	s, err := attest.LoadSignerFile(path, []byte(pw))
-	return s, false, err
+	if err != nil {
+		return nil, false, fmt.Errorf("--key %s (an encrypted key's password is read from $%s, else $%s): %w", path, keyPasswordEnv[0], keyPasswordEnv[1], err)
+	}
+	return s, false, nil
 }
 
-func runGrade(ctx context.Context, args []string, stdio IO) int {
-	fs := newFlags("grade", stdio.Stderr)
-	taskDir := fs.String("task", "", "task directory (required)")
-	subPath := fs.String("submission", "", "submission: a directory or tar file (strict tier), a unified diff file (compat tier); required")
-	keyPath := fs.String("key", "", "private key PEM for signing (default: an ephemeral key)")
-	out := fs.String("out", "", "write the Sigstore bundle here, the bare DSSE envelope to FILE.dsse.json and the graded bytes to FILE.submission")
-	asJSON := fs.Bool("json", false, "print the verdict as JSON instead of a table")
-	detail := fs.String("disclosure", "", "how much strict-tier reasons may say: digest (positions and digests only; the default) or detailed (escaped excerpts of the candidate's output, for debugging; a task that asks for digest keeps it)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+// gradeArgs is a grade's command line.
+type gradeArgs struct {
+	task, submission, key, out, disclosure, nonce string
+	json                                          bool
+}
+
+func runGrade(ctx context.Context, args []string, stdio IO) error {
+	var a gradeArgs
+	fs := flagSet(stdio.Stderr, "grade", "--task DIR --submission DIR|TAR|DIFF [flags]",
+		"Grades a submission in hardened containers and prints the signed verdict.")
+	fs.StringVar(&a.task, "task", "", "task `DIR` (required)")
+	fs.StringVar(&a.submission, "submission", "", "submission: a directory or tar file (strict tier), a unified diff file (compat tier); required")
+	fs.StringVar(&a.key, "key", "", keyHelp)
+	fs.StringVar(&a.out, "out", "", "write the Sigstore bundle to `FILE`, the bare DSSE envelope to FILE.dsse.json and the graded bytes to FILE.submission (checked before grading)")
+	fs.BoolVar(&a.json, "json", false, "print the verdict as JSON instead of a table")
+	fs.StringVar(&a.disclosure, "disclosure", "", "how much strict-tier reasons may say: digest (positions and digests only; the default) or detailed (escaped excerpts of the candidate's output, for debugging; a task that asks for digest keeps it)")
+	fs.StringVar(&a.nonce, "nonce", "", "bind the verdict to this host-issued nonce (strict tier; default: a fresh one)")
+	if err := parse(fs, args); err != nil {
+		return err
 	}
-	if *taskDir == "" || *subPath == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stdio.Stderr, "usage: strictgrade grade --task DIR --submission DIR|TAR [--key FILE] [--out FILE] [--json] [--disclosure digest|detailed]")
-		return ExitUsage
+	if a.task == "" || a.submission == "" || fs.NArg() != 0 {
+		return usagef("--task DIR and --submission PATH are required, and nothing else")
 	}
 	var policy schema.Disclosure
-	if *detail != "" {
-		p, err := schema.ParseDisclosure(*detail)
+	if a.disclosure != "" {
+		p, err := schema.ParseDisclosure(a.disclosure)
 		if err != nil {
-			return fail(stdio, "grade", ExitUsage, err)
+			return badInput(err)
 		}
 		policy = p
 	}
-	signer, ephemeral, err := loadSigner(*keyPath)
-	if err != nil {
-		return fail(stdio, "grade", ExitError, err)
+	if err := checkOut(a.out); err != nil {
+		return err
 	}
-	if isCompatTask(*taskDir) {
-		return gradeCompat(ctx, stdio, *taskDir, *subPath, signer, ephemeral, *out, *asJSON)
-	}
-	t, err := task.Load(ctx, *taskDir)
+	signer, ephemeral, err := loadSigner(a.key)
 	if err != nil {
-		return fail(stdio, "grade", ExitUsage, err)
+		return err
 	}
-	var sub controller.Submission
-	st, err := os.Stat(*subPath)
+	var res *controller.Result
+	var gradeErr error
+	if isCompatTask(a.task) {
+		if a.nonce != "" {
+			return usagef("--nonce is not supported for compat-tier tasks yet")
+		}
+		res, gradeErr = gradeCompat(ctx, stdio, a.task, a.submission, signer)
+	} else {
+		res, gradeErr = gradeStrict(ctx, stdio, a, policy, signer)
+	}
+	if res == nil {
+		return gradeErr
+	}
+	if err := report(stdio, res, signer, ephemeral, a.out, a.json); err != nil {
+		return err
+	}
+	if gradeErr != nil {
+		return gradeErr
+	}
+	return outcome(res.Verdict.Outcome, "the verdict is %s", res.Verdict.Outcome)
+}
+
+// gradeStrict grades a directory or tar file against a strict-tier task.
+// A nil Result with a nil error never happens.
+func gradeStrict(ctx context.Context, stdio IO, a gradeArgs, policy schema.Disclosure, signer *attest.Signer) (*controller.Result, error) {
+	t, err := task.Load(ctx, a.task)
 	if err != nil {
-		return fail(stdio, "grade", ExitUsage, err)
+		return nil, badInput(err)
+	}
+	sub := controller.Submission{Nonce: a.nonce}
+	st, err := os.Stat(a.submission)
+	if err != nil {
+		return nil, badInput(err)
 	}
 	if st.IsDir() {
-		sub.Dir = *subPath
+		sub.Dir = a.submission
 	} else {
-		f, err := os.Open(*subPath)
+		f, err := os.Open(a.submission)
 		if err != nil {
-			return fail(stdio, "grade", ExitUsage, err)
+			return nil, badInput(err)
 		}
 		defer f.Close()
 		sub.Archive = f
 	}
-	ctrl, err := controller.New(ctx, controller.Config{
-		Signer: signer, Logger: stdio.Log, BuildProgress: stdio.Stderr, Disclosure: policy,
+	ctrl, err := newController(ctx, stdio, controller.Config{
+		Signer: signer, Logger: stdio.Log, Disclosure: policy,
 	})
 	if err != nil {
-		return fail(stdio, "grade", ExitError, err)
+		return nil, err
 	}
 	defer ctrl.Close()
-	res, gradeErr := ctrl.Grade(ctx, t, sub)
-	return report(stdio, res, gradeErr, signer, ephemeral, *out, *asJSON)
+	return ctrl.Grade(ctx, t, sub)
 }
 
-// report prints a grade's verdict, writes its files and maps it to the
-// exit code.
-func report(stdio IO, res *controller.Result, gradeErr error, signer *attest.Signer, ephemeral bool, out string, asJSON bool) int {
-	if res == nil {
-		return fail(stdio, "grade", ExitError, gradeErr)
+// checkOut refuses, before any grading, an --out that could not be
+// written: a directory, or a path whose directory is missing or not
+// writable. A signed verdict is never lost to a bad path.
+func checkOut(out string) error {
+	if out == "" {
+		return nil
 	}
-	if gradeErr != nil {
-		fmt.Fprintf(stdio.Stderr, "strictgrade grade: %v\n", gradeErr)
+	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
+		return usagef("--out %s is a directory; name a file in it", out)
 	}
+	f, err := os.CreateTemp(filepath.Dir(out), ".strictgrade-out-*")
+	if err != nil {
+		return usagef("--out %s: cannot write in its directory: %w", out, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// report prints a grade's verdict and writes its files.
+func report(stdio IO, res *controller.Result, signer *attest.Signer, ephemeral bool, out string, asJSON bool) error {
 	if out != "" {
 		if err := writeOutputs(out, res, signer, ephemeral, stdio.Stderr); err != nil {
-			return fail(stdio, "grade", ExitError, err)
+			return err
 		}
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdio.Stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(res.Verdict); err != nil {
-			return fail(stdio, "grade", ExitError, err)
-		}
-	} else {
-		printVerdict(stdio.Stdout, res.Verdict)
+		return enc.Encode(res.Verdict)
 	}
-	if gradeErr != nil && !errors.Is(gradeErr, controller.ErrCouldNotGrade) {
-		return ExitError
-	}
-	return outcomeCode(res.Verdict.Outcome)
+	printVerdict(stdio.Stdout, res.Verdict)
+	return nil
 }
 
 // isCompatTask reports whether dir holds a compat-tier (repository) task.
@@ -157,22 +191,21 @@ func isCompatTask(dir string) bool {
 }
 
 // gradeCompat grades a diff file against a compat task.
-func gradeCompat(ctx context.Context, stdio IO, taskDir, diffPath string, signer *attest.Signer, ephemeral bool, out string, asJSON bool) int {
+func gradeCompat(ctx context.Context, stdio IO, taskDir, diffPath string, signer *attest.Signer) (*controller.Result, error) {
 	t, err := compat.Load(ctx, taskDir)
 	if err != nil {
-		return fail(stdio, "grade", ExitUsage, err)
+		return nil, badInput(err)
 	}
 	diff, err := readDiff(diffPath)
 	if err != nil {
-		return fail(stdio, "grade", ExitUsage, err)
+		return nil, badInput(err)
 	}
-	ctrl, err := controller.New(ctx, controller.Config{Signer: signer, Logger: stdio.Log, BuildProgress: stdio.Stderr})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
 	if err != nil {
-		return fail(stdio, "grade", ExitError, err)
+		return nil, err
 	}
 	defer ctrl.Close()
-	res, gradeErr := ctrl.GradeCompat(ctx, t, diff, "")
-	return report(stdio, res, gradeErr, signer, ephemeral, out, asJSON)
+	return ctrl.GradeCompat(ctx, t, diff, "")
 }
 
 // maxDiff bounds a diff file read from disk.

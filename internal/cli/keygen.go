@@ -9,57 +9,55 @@ import (
 )
 
 func init() {
-	register(command{name: "keygen", summary: "make a verdict signing key pair", run: runKeygen})
+	register(command{name: "keygen", summary: "make a verdict signing key pair", do: runKeygen})
 }
 
 // runKeygen writes DIR/strictgrade.key (0600) and DIR/strictgrade.pub
 // (0644). The private key is unencrypted PKCS#8 unless --password-env names
 // an environment variable holding a password, in which case it is written
 // in cosign's encrypted format. Existing files are never overwritten.
-func runKeygen(ctx context.Context, args []string, stdio IO) int {
-	fs := newFlags("keygen", stdio.Stderr)
+func runKeygen(ctx context.Context, args []string, stdio IO) error {
+	fs := flagSet(stdio.Stderr, "keygen", "--out DIR [flags]",
+		"Writes DIR/strictgrade.key (0600) and DIR/strictgrade.pub (0644); never overwrites them. To sign with an\nencrypted key, grade and task check read its password from $STRICTGRADE_KEY_PASSWORD, else $COSIGN_PASSWORD.")
 	out := fs.String("out", "", "directory for strictgrade.key and strictgrade.pub (required; created 0700 if missing)")
 	kind := fs.String("type", string(attest.KeyECDSAP256), "key type: ecdsa-p256 or ed25519")
 	pwEnv := fs.String("password-env", "", "encrypt the private key (cosign format) with the password in this environment variable")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 0 {
-		fmt.Fprintln(stdio.Stderr, "strictgrade keygen: takes no arguments")
-		return ExitUsage
+		return usagef("takes no arguments")
 	}
 	if *out == "" {
-		fmt.Fprintln(stdio.Stderr, "strictgrade keygen: --out DIR is required")
-		return ExitUsage
+		return usagef("--out DIR is required")
 	}
 	kt, err := attest.ParseKeyType(*kind)
 	if err != nil {
-		return fail(stdio, "keygen", ExitUsage, err)
+		return badInput(err)
 	}
 	var password []byte
 	if *pwEnv != "" {
 		pw, ok := os.LookupEnv(*pwEnv)
 		if !ok {
-			fmt.Fprintf(stdio.Stderr, "strictgrade keygen: environment variable %s is not set\n", *pwEnv)
-			return ExitUsage
+			return usagef("environment variable %s is not set", *pwEnv)
 		}
 		password = []byte(pw)
 	}
 	privPath, pubPath, err := attest.WriteKeyPair(*out, kt, password)
 	if err != nil {
-		return fail(stdio, "keygen", ExitError, err)
+		return err
 	}
 	pemPub, err := os.ReadFile(pubPath)
 	if err != nil {
-		return fail(stdio, "keygen", ExitError, err)
+		return err
 	}
 	pub, err := attest.LoadPublicKey(pemPub)
 	if err != nil {
-		return fail(stdio, "keygen", ExitError, err)
+		return err
 	}
 	hint, err := attest.KeyHint(pub)
 	if err != nil {
-		return fail(stdio, "keygen", ExitError, err)
+		return err
 	}
 	encrypted := "unencrypted"
 	if password != nil {
@@ -70,5 +68,5 @@ func runKeygen(ctx context.Context, args []string, stdio IO) int {
 	fmt.Fprintf(stdio.Stdout, "hint\t%s\n", hint)
 	stdio.Log.Info("key pair written", "type", string(kt), "private_key", encrypted,
 		"note", "keep the private key on the host; never copy it into a container, volume or image")
-	return ExitOK
+	return nil
 }

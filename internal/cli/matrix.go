@@ -11,115 +11,175 @@ import (
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/proofmatrix"
+	"github.com/strictgrade/strictgrade/schema"
 )
 
 func init() {
-	register(command{name: "matrix", summary: "run the proof matrix of attacks and gate on regressions", run: runMatrix})
+	register(command{name: "matrix", summary: "run the proof matrix of attacks and gate on regressions", do: runMatrix})
 }
 
-func runMatrix(ctx context.Context, args []string, stdio IO) int {
-	fs := newFlags("matrix", stdio.Stderr)
+// matrixArgs is a matrix run's command line.
+type matrixArgs struct {
+	tiers                 []proofmatrix.Tier
+	filter                *regexp.Regexp
+	parallel              int
+	json, markdown, junit string
+	expected              string
+	update                bool
+	judgeImage, judgeCmd  string
+}
+
+func runMatrix(ctx context.Context, args []string, stdio IO) error {
+	a, err := parseMatrix(args, stdio)
+	if err != nil {
+		return err
+	}
+	exp, expPath, err := loadExpectation(a.expected, a.update)
+	if err != nil {
+		return badInput(err)
+	}
+	rep, err := a.run(ctx, stdio)
+	if err != nil {
+		return err
+	}
+	if err := a.write(stdio, rep, exp); err != nil {
+		return err
+	}
+	if a.update {
+		if err := rep.Expectation(exp).Write(expPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdio.Stderr, "matrix: wrote %s; review the diff before committing it\n", expPath)
+		if !rep.ControlsOK() {
+			return outcome(schema.OutcomeFail, "a control failed: this run is not a valid expectation")
+		}
+		return nil
+	}
+	return judgeMatrix(stdio, rep, exp)
+}
+
+// parseMatrix reads and checks a matrix's command line. A --run that
+// selects no probe is refused: a gate that ran nothing would pass.
+func parseMatrix(args []string, stdio IO) (*matrixArgs, error) {
+	a := &matrixArgs{}
+	fs := flagSet(stdio.Stderr, "matrix", "[flags]",
+		"Runs the proof matrix of attacks against both tiers and compares the results with the expectation.")
 	tier := fs.String("tier", "all", "strict, compat or all")
 	runRe := fs.String("run", "", "only probes whose id or taxonomy id matches this regular expression (controls always run)")
-	parallel := fs.Int("parallel", 2, "probes in flight")
-	jsonOut := fs.String("json", "", "write the report as JSON to this file")
-	mdOut := fs.String("markdown", "", "write the matrix as a Markdown table to this file")
-	junitOut := fs.String("junit", "", "write a JUnit XML report to this file")
-	expectedPath := fs.String("expected", "", "expectation to compare with (default: "+proofmatrix.ExpectedPath+" if present, else the one built in)")
-	update := fs.Bool("update", false, "rewrite the expectation file with this run's results instead of comparing")
-	judgeImage := fs.String("judge-image", "", "use this judge image instead of the built one (for testing other judges)")
-	judgeCmd := fs.String("judge-cmd", "", "the judge command, space-separated (with --judge-image)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+	fs.IntVar(&a.parallel, "parallel", 2, "probes in flight")
+	fs.StringVar(&a.json, "json", "", "write the report as JSON to this file")
+	fs.StringVar(&a.markdown, "markdown", "", "write the matrix as a Markdown table to this file")
+	fs.StringVar(&a.junit, "junit", "", "write a JUnit XML report to this file")
+	fs.StringVar(&a.expected, "expected", "", "expectation to compare with (default: "+proofmatrix.ExpectedPath+" if present, else the one built in)")
+	fs.BoolVar(&a.update, "update", false, "rewrite the expectation file with this run's results instead of comparing")
+	fs.StringVar(&a.judgeImage, "judge-image", "", "use this judge image instead of the built one (for testing other judges)")
+	fs.StringVar(&a.judgeCmd, "judge-cmd", "", "the judge command, space-separated (with --judge-image)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
 	}
-	if fs.NArg() != 0 || *parallel < 1 {
-		fmt.Fprintln(stdio.Stderr, "usage: strictgrade matrix [--tier strict|compat|all] [--run REGEX] [--parallel N] [--json F] [--markdown F] [--junit F] [--expected F] [--update]")
-		return ExitUsage
+	if fs.NArg() != 0 {
+		return nil, usagef("takes no arguments")
 	}
-	var tiers []proofmatrix.Tier
+	if a.parallel < 1 {
+		return nil, usagef("--parallel must be at least 1")
+	}
 	switch *tier {
 	case "all":
+		a.tiers = []proofmatrix.Tier{proofmatrix.Strict, proofmatrix.Compat}
 	case "strict", "compat":
-		tiers = []proofmatrix.Tier{proofmatrix.Tier(*tier)}
+		a.tiers = []proofmatrix.Tier{proofmatrix.Tier(*tier)}
 	default:
-		fmt.Fprintf(stdio.Stderr, "strictgrade matrix: unknown tier %q\n", *tier)
-		return ExitUsage
+		return nil, usagef("unknown tier %q", *tier)
 	}
-	var filter *regexp.Regexp
 	if *runRe != "" {
 		re, err := regexp.Compile(*runRe)
 		if err != nil {
-			return fail(stdio, "matrix", ExitUsage, err)
+			return nil, badInput(err)
 		}
-		filter = re
+		a.filter = re
+		if !selects(re, a.tiers) {
+			return nil, usagef("--run %q matches no probe of tier %s", *runRe, *tier)
+		}
 	}
-	exp, expPath, err := loadExpectation(*expectedPath, *update)
-	if err != nil {
-		return fail(stdio, "matrix", ExitUsage, err)
+	return a, nil
+}
+
+// selects reports whether re selects a probe, other than the controls
+// that always run, of one of tiers.
+func selects(re *regexp.Regexp, tiers []proofmatrix.Tier) bool {
+	for _, p := range proofmatrix.All() {
+		if p.Control || !re.MatchString(p.ID) && !re.MatchString(p.Taxonomy) {
+			continue
+		}
+		for _, t := range tiers {
+			if p.Applies(t) {
+				return true
+			}
+		}
 	}
+	return false
+}
+
+// run prepares a controller with an ephemeral key and runs the probes.
+func (a *matrixArgs) run(ctx context.Context, stdio IO) (*proofmatrix.Report, error) {
 	priv, _, err := attest.GenerateKey(attest.KeyECDSAP256, nil)
 	if err != nil {
-		return fail(stdio, "matrix", ExitError, err)
+		return nil, err
 	}
 	signer, err := attest.LoadSigner(priv, nil)
 	if err != nil {
-		return fail(stdio, "matrix", ExitError, err)
+		return nil, err
 	}
-	cfg := controller.Config{Signer: signer, BuildProgress: stdio.Stderr, MaxInFlight: *parallel}
-	if *judgeImage != "" {
-		cfg.JudgeImage = *judgeImage
-		cfg.JudgeCmd = strings.Fields(*judgeCmd)
+	cfg := controller.Config{Signer: signer, MaxInFlight: a.parallel}
+	if a.judgeImage != "" {
+		cfg.JudgeImage = a.judgeImage
+		cfg.JudgeCmd = strings.Fields(a.judgeCmd)
 	}
-	fmt.Fprintln(stdio.Stderr, "matrix: preparing the controller (images are built on first use)")
-	ctrl, err := controller.New(ctx, cfg)
+	fmt.Fprintln(stdio.Stderr, "matrix: preparing the controller")
+	ctrl, err := newController(ctx, stdio, cfg)
 	if err != nil {
-		return fail(stdio, "matrix", ExitError, err)
+		return nil, err
 	}
 	defer ctrl.Close()
-	rep, err := proofmatrix.Run(ctx, ctrl, signer, proofmatrix.Options{Tiers: tiers, Filter: filter, Parallel: *parallel, Progress: stdio.Stderr, KeyPEM: priv})
-	if err != nil {
-		return fail(stdio, "matrix", ExitError, err)
-	}
+	return proofmatrix.Run(ctx, ctrl, signer, proofmatrix.Options{Tiers: a.tiers, Filter: a.filter, Parallel: a.parallel, Progress: stdio.Stderr, KeyPEM: priv})
+}
+
+// write prints the table and writes the report files asked for.
+func (a *matrixArgs) write(stdio IO, rep *proofmatrix.Report, exp *proofmatrix.Expected) error {
 	if err := rep.WriteTable(stdio.Stdout); err != nil {
-		return fail(stdio, "matrix", ExitError, err)
+		return err
 	}
 	writers := []struct {
 		path  string
 		write func(f *os.File) error
 	}{
-		{*jsonOut, func(f *os.File) error { return rep.WriteJSON(f) }},
-		{*mdOut, func(f *os.File) error { return rep.WriteMarkdown(f) }},
-		{*junitOut, func(f *os.File) error { return rep.WriteJUnit(f, exp) }},
+		{a.json, func(f *os.File) error { return rep.WriteJSON(f) }},
+		{a.markdown, func(f *os.File) error { return rep.WriteMarkdown(f) }},
+		{a.junit, func(f *os.File) error { return rep.WriteJUnit(f, exp) }},
 	}
 	for _, w := range writers {
 		if w.path == "" {
 			continue
 		}
 		if err := writeFile(w.path, w.write); err != nil {
-			return fail(stdio, "matrix", ExitError, err)
+			return err
 		}
 	}
-	if *update {
-		if err := rep.Expectation(exp).Write(expPath); err != nil {
-			return fail(stdio, "matrix", ExitError, err)
-		}
-		fmt.Fprintf(stdio.Stderr, "matrix: wrote %s; review the diff before committing it\n", expPath)
-		if !rep.ControlsOK() {
-			fmt.Fprintln(stdio.Stderr, "matrix: a control failed: this run is not a valid expectation")
-			return ExitFail
-		}
-		return ExitOK
-	}
+	return nil
+}
+
+// judgeMatrix compares a run with the expectation: a regression or a
+// failed control is a FAIL.
+func judgeMatrix(stdio IO, rep *proofmatrix.Report, exp *proofmatrix.Expected) error {
 	regs := proofmatrix.Compare(rep, exp)
 	if !rep.ControlsOK() {
 		fmt.Fprintln(stdio.Stderr, "matrix: a control failed: the run is invalid")
 	}
 	if len(regs) > 0 || !rep.ControlsOK() {
-		fmt.Fprintf(stdio.Stderr, "matrix: %d regressions against the expectation:\n", len(regs))
 		for _, g := range regs {
 			fmt.Fprintf(stdio.Stderr, "  REGRESSION %s\n", g)
 		}
-		return ExitFail
+		return outcome(schema.OutcomeFail, "%d regressions against the expectation", len(regs))
 	}
 	blocked, open := 0, 0
 	for _, e := range rep.Entries {
@@ -132,7 +192,7 @@ func runMatrix(ctx context.Context, args []string, stdio IO) int {
 	}
 	fmt.Fprintf(stdio.Stderr, "matrix: %d probe runs match the expectation (%d blocked, %d succeeding by design) in %.1fs\n",
 		len(rep.Entries), blocked, open, float64(rep.Millis)/1000)
-	return ExitOK
+	return nil
 }
 
 // loadExpectation finds the expectation: the named file, the repository's

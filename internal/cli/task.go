@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 
 	"github.com/strictgrade/strictgrade/compat"
@@ -10,54 +11,78 @@ import (
 )
 
 func init() {
-	register(command{name: "task", summary: "check a task: the compat tier's baseline run", run: runTask})
+	register(command{name: "task", summary: "check a task: the compat tier's baseline run", do: runTask})
 }
 
-func runTask(ctx context.Context, args []string, stdio IO) int {
-	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(stdio.Stderr, "usage: strictgrade task check [--key FILE] [--out FILE] [--json] DIR")
-		return ExitUsage
+func runTask(ctx context.Context, args []string, stdio IO) error {
+	if isHelp(args) {
+		taskCheckFlags(stdio, new(string), new(string), new(bool)).Usage()
+		return nil
 	}
-	fs := newFlags("task check", stdio.Stderr)
-	keyPath := fs.String("key", "", "private key PEM for signing (default: an ephemeral key)")
-	out := fs.String("out", "", "write the signed baseline verdict here")
-	asJSON := fs.Bool("json", false, "print the verdict as JSON")
-	if code, ok := parseFlags(fs, args[1:]); !ok {
-		return code
+	if len(args) == 0 || args[0] != "check" {
+		return usagef("the only subcommand is check")
+	}
+	return within("task check", runTaskCheck(ctx, args[1:], stdio))
+}
+
+func taskCheckFlags(stdio IO, key, out *string, asJSON *bool) *flag.FlagSet {
+	fs := flagSet(stdio.Stderr, "task check", "[flags] DIR",
+		"Runs a compat-tier task's baseline: a fit task's hidden tests fail at the base commit for the right reason\nand its existing suite passes. Exit 0 when the task is fit, 4 when it is QUARANTINED.")
+	fs.StringVar(key, "key", "", keyHelp)
+	fs.StringVar(out, "out", "", "write the signed baseline verdict to `FILE` (checked before the run)")
+	fs.BoolVar(asJSON, "json", false, "print the verdict as JSON")
+	return fs
+}
+
+func runTaskCheck(ctx context.Context, args []string, stdio IO) error {
+	var key, out string
+	var asJSON bool
+	fs := taskCheckFlags(stdio, &key, &out, &asJSON)
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stdio.Stderr, "usage: strictgrade task check [--key FILE] [--out FILE] [--json] DIR")
-		return ExitUsage
+		return usagef("takes one task directory")
 	}
 	dir := fs.Arg(0)
 	if !isCompatTask(dir) {
-		return fail(stdio, "task check", ExitUsage, fmt.Errorf("%s is not a compat-tier task (strict-tier tasks are checked when loaded)", dir))
+		return usagef("%s is not a compat-tier task (strict-tier tasks are checked when loaded)", dir)
+	}
+	if err := checkOut(out); err != nil {
+		return err
 	}
 	t, err := compat.Load(ctx, dir)
 	if err != nil {
-		return fail(stdio, "task check", ExitUsage, err)
+		return badInput(err)
 	}
-	signer, ephemeral, err := loadSigner(*keyPath)
+	signer, ephemeral, err := loadSigner(key)
 	if err != nil {
-		return fail(stdio, "task check", ExitError, err)
+		return err
 	}
-	ctrl, err := controller.New(ctx, controller.Config{Signer: signer, Logger: stdio.Log, BuildProgress: stdio.Stderr})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
 	if err != nil {
-		return fail(stdio, "task check", ExitError, err)
+		return err
 	}
 	defer ctrl.Close()
 	res, checkErr := ctrl.CheckCompat(ctx, t)
-	code := report(stdio, res, checkErr, signer, ephemeral, *out, *asJSON)
 	if res == nil {
-		return code
+		return checkErr
+	}
+	if err := report(stdio, res, signer, ephemeral, out, asJSON); err != nil {
+		return err
+	}
+	if checkErr != nil {
+		return checkErr
 	}
 	// A fit task fails its hidden tests at the base: that is success here.
-	switch res.Verdict.Outcome {
+	switch v := res.Verdict; v.Outcome {
 	case schema.OutcomeFail:
 		fmt.Fprintln(stdio.Stderr, "task check: the task is fit (hidden tests fail at the base for the right reason, the existing suite passes)")
-		return ExitOK
+		return nil
 	case schema.OutcomeQuarantined:
-		fmt.Fprintf(stdio.Stderr, "task check: QUARANTINED: %s\n", res.Verdict.Reason)
+		return outcome(v.Outcome, "QUARANTINED: %s", v.Reason)
+	default:
+		// A baseline that passes or errs is not a fitness answer.
+		return outcome(schema.OutcomeError, "the baseline verdict is %s: %s", v.Outcome, v.Reason)
 	}
-	return code
 }

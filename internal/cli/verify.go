@@ -2,9 +2,9 @@ package cli
 
 import (
 	"context"
+	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,114 +16,140 @@ import (
 )
 
 func init() {
-	register(command{name: "verify", summary: "verify a signed verdict against a submission", run: runVerify})
+	register(command{name: "verify", summary: "verify a signed verdict against a submission", do: runVerify})
 }
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
+// verifyArgs is a verify's command line.
+type verifyArgs struct {
+	key, bundle, submission string
+	want                    attest.Expect
+	outcome                 schema.Outcome
+	json                    bool
+}
+
 // runVerify checks a Sigstore bundle (or bare DSSE envelope) with a public
-// key. Exit 0: verified; 1: verification failed; 2: usage; 3: could not
-// verify (unreadable file or key, malformed bundle, unknown version).
-func runVerify(ctx context.Context, args []string, stdio IO) int {
-	fs := newFlags("verify", stdio.Stderr)
-	keyPath := fs.String("key", "", "public key PEM (strictgrade.pub or cosign.pub) (required)")
-	bundlePath := fs.String("bundle", "", "Sigstore bundle or DSSE envelope JSON (required)")
-	subPath := fs.String("submission", "", "the submission file the verdict must be for")
+// key. A definite "no" is an attest.ErrVerificationFailed; not being able
+// to tell (unreadable file or key, malformed bundle, unknown version) is
+// any other error.
+func runVerify(ctx context.Context, args []string, stdio IO) error {
+	a, err := parseVerify(args, stdio)
+	if err != nil {
+		return err
+	}
+	pub, data, err := a.load(ctx)
+	if err != nil {
+		return fmt.Errorf("could not verify: %w", err)
+	}
+	res, err := attest.Verify(data, pub, a.want)
+	if err != nil {
+		return err
+	}
+	printVerified(stdio, res, a.json)
+	if a.outcome != "" && res.Verdict.Outcome != a.outcome {
+		return outcome(schema.OutcomeFail, "the verdict is %s, not the required %s", res.Verdict.Outcome, a.outcome)
+	}
+	return nil
+}
+
+// parseVerify reads and checks a verify's command line.
+func parseVerify(args []string, stdio IO) (*verifyArgs, error) {
+	a := &verifyArgs{}
+	fs := flagSet(stdio.Stderr, "verify", "--key PUB --bundle FILE --submission FILE|--submission-digest HEX [flags]",
+		"Verifies a signed verdict's signature and that it binds the given submission (and task, tier and nonce when\ngiven). A signed FAIL or ERROR verifies too: the outcome is printed first.")
+	fs.StringVar(&a.key, "key", "", "public key PEM (strictgrade.pub or cosign.pub) (required)")
+	fs.StringVar(&a.bundle, "bundle", "", "Sigstore bundle or DSSE envelope JSON (required)")
+	fs.StringVar(&a.submission, "submission", "", "the submission file the verdict must be for")
 	subDigest := fs.String("submission-digest", "", "or its sha256, as hex or sha256:hex")
 	taskDigest := fs.String("task-digest", "", "require this task digest (hex or sha256:hex)")
 	tier := fs.String("tier", "", "require this tier: strict or compat")
-	nonce := fs.String("nonce", "", "require this host-issued nonce")
-	asJSON := fs.Bool("json", false, "print the verified in-toto statement (the exact signed bytes) on stdout")
+	fs.StringVar(&a.want.Nonce, "nonce", "", "require this host-issued nonce")
+	fs.BoolVar(&a.json, "json", false, "print the verified in-toto statement (the exact signed bytes) on stdout")
 	requireOutcome := fs.String("require-outcome", "", "also require this verdict outcome (PASS, FAIL, ERROR or QUARANTINED): exit 1 when the verified verdict has another")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	usage := func(msg string) int {
-		fmt.Fprintln(stdio.Stderr, "strictgrade verify: "+msg)
-		return ExitUsage
+	if err := parse(fs, args); err != nil {
+		return nil, err
 	}
 	switch {
 	case fs.NArg() != 0:
-		return usage("takes no arguments")
-	case *keyPath == "":
-		return usage("--key PUB is required")
-	case *bundlePath == "":
-		return usage("--bundle FILE is required")
-	case (*subPath == "") == (*subDigest == ""):
-		return usage("give exactly one of --submission FILE and --submission-digest HEX")
+		return nil, usagef("takes no arguments")
+	case a.key == "":
+		return nil, usagef("--key PUB is required")
+	case a.bundle == "":
+		return nil, usagef("--bundle FILE is required")
+	case (a.submission == "") == (*subDigest == ""):
+		return nil, usagef("give exactly one of --submission FILE and --submission-digest HEX")
 	}
-	var wantOutcome schema.Outcome
 	if *requireOutcome != "" {
 		o, ok := parseOutcome(*requireOutcome)
 		if !ok {
-			return usage("--require-outcome must be PASS, FAIL, ERROR or QUARANTINED")
+			return nil, usagef("--require-outcome must be PASS, FAIL, ERROR or QUARANTINED")
 		}
-		wantOutcome = o
+		a.outcome = o
 	}
-	want := attest.Expect{Nonce: *nonce}
-	if *subDigest != "" {
-		d, ok := parseSHA256Flag(*subDigest)
-		if !ok {
-			return usage("--submission-digest must be 64 hex digits, optionally prefixed by sha256:")
+	for _, d := range []struct {
+		flag, in string
+		to       *string
+	}{
+		{"--submission-digest", *subDigest, &a.want.SubmissionSHA256},
+		{"--task-digest", *taskDigest, &a.want.TaskDigest},
+	} {
+		if d.in == "" {
+			continue
 		}
-		want.SubmissionSHA256 = d
-	}
-	if *taskDigest != "" {
-		d, ok := parseSHA256Flag(*taskDigest)
+		h, ok := parseSHA256Flag(d.in)
 		if !ok {
-			return usage("--task-digest must be 64 hex digits, optionally prefixed by sha256:")
+			return nil, usagef("%s must be 64 hex digits, optionally prefixed by sha256:", d.flag)
 		}
-		want.TaskDigest = d
+		*d.to = h
 	}
 	if *tier != "" {
 		t, err := schema.ParseTier(*tier)
 		if err != nil {
-			return fail(stdio, "verify", ExitUsage, err)
+			return nil, badInput(err)
 		}
-		want.Tier = t
+		a.want.Tier = t
 	}
+	return a, nil
+}
 
-	pub, err := attest.LoadPublicKeyFile(*keyPath)
+// load reads the public key and the bundle and, when a submission file
+// was named, records its digest as expected.
+func (a *verifyArgs) load(ctx context.Context) (crypto.PublicKey, []byte, error) {
+	pub, err := attest.LoadPublicKeyFile(a.key)
 	if err != nil {
-		return fail(stdio, "verify", ExitError, fmt.Errorf("could not verify: %w", err))
+		return nil, nil, err
 	}
-	if *subPath != "" {
-		d, err := sha256File(ctx, *subPath)
-		if err != nil {
-			return fail(stdio, "verify", ExitError, fmt.Errorf("could not verify: %w", err))
+	if a.submission != "" {
+		if a.want.SubmissionSHA256, err = sha256File(ctx, a.submission); err != nil {
+			return nil, nil, err
 		}
-		want.SubmissionSHA256 = d
 	}
-	data, err := readFileLimited(*bundlePath, attest.MaxInputSize)
+	data, err := readFileLimited(a.bundle, attest.MaxInputSize)
 	if err != nil {
-		return fail(stdio, "verify", ExitError, fmt.Errorf("could not verify: %w", err))
+		return nil, nil, err
 	}
-	res, err := attest.Verify(data, pub, want)
-	if err != nil {
-		return fail(stdio, "verify", verifyExitCode(err), err)
-	}
+	return pub, data, nil
+}
+
+// printVerified prints what was verified. The outcome comes first and on
+// its own line: a signed FAIL or ERROR verifies too, and a reader skimming
+// for "verified" must not take it for a PASS.
+func printVerified(stdio IO, res *attest.Verified, asJSON bool) {
 	v := res.Verdict
-	// The outcome comes first and on its own line: a signed FAIL or ERROR
-	// verifies too, and a reader skimming for "verified" must not take it
-	// for a PASS.
 	headline := fmt.Sprintf("outcome: %s (signature and bindings verified)", v.Outcome)
 	summary := fmt.Sprintf("verified: %s task=%s task_digest=%s tier=%s submission=sha256:%s nonce=%s time=%s format=%s key=%s",
 		v.Outcome, v.Task.ID, v.Task.Digest, v.Tier, v.Submission.SHA256, v.Nonce,
 		res.Statement.Predicate.TimeVerified.Format("2006-01-02T15:04:05Z07:00"), res.Format, res.KeyHint)
-	if *asJSON {
+	if asJSON {
 		stdio.Stdout.Write(res.Payload)
 		fmt.Fprintln(stdio.Stdout)
 		fmt.Fprintln(stdio.Stderr, headline)
 		fmt.Fprintln(stdio.Stderr, summary)
-	} else {
-		fmt.Fprintln(stdio.Stdout, headline)
-		fmt.Fprintln(stdio.Stdout, summary)
+		return
 	}
-	if wantOutcome != "" && v.Outcome != wantOutcome {
-		fmt.Fprintf(stdio.Stderr, "strictgrade verify: the verdict is %s, not the required %s\n", v.Outcome, wantOutcome)
-		return ExitFail
-	}
-	return ExitOK
+	fmt.Fprintln(stdio.Stdout, headline)
+	fmt.Fprintln(stdio.Stdout, summary)
 }
 
 // parseOutcome reads an outcome name, in any letter case.
@@ -134,15 +160,6 @@ func parseOutcome(s string) (schema.Outcome, bool) {
 		}
 	}
 	return "", false
-}
-
-// verifyExitCode maps a Verify error to the documented exit codes: a
-// definite "no" is ExitFail, anything else ExitError.
-func verifyExitCode(err error) int {
-	if errors.Is(err, attest.ErrVerificationFailed) {
-		return ExitFail
-	}
-	return ExitError
 }
 
 func parseSHA256Flag(s string) (string, bool) {

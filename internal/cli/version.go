@@ -8,18 +8,17 @@ import (
 )
 
 func init() {
-	register(command{name: "version", summary: "print the controller version", run: runVersion})
+	register(command{name: "version", summary: "print the controller version", do: runVersion})
 }
 
-func runVersion(ctx context.Context, args []string, stdio IO) int {
-	fs := newFlags("version", stdio.Stderr)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+func runVersion(ctx context.Context, args []string, stdio IO) error {
+	fs := flagSet(stdio.Stderr, "version", "", "Prints the controller version.")
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 0 {
-		fmt.Fprintln(stdio.Stderr, "strictgrade version: takes no arguments")
-		return ExitUsage
+		return usagef("takes no arguments")
 	}
-	fmt.Fprintln(stdio.Stdout, version.String())
-	return ExitOK
+	_, err := fmt.Fprintln(stdio.Stdout, version.String())
+	return err
 }

@@ -1,0 +1,5 @@
+//go:build engine
+
+package cli
+
+func init() { withEngine = true }
