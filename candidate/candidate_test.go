@@ -12,119 +12,102 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/sandbox"
+	"github.com/strictgrade/strictgrade/sandboxtest"
 	"github.com/strictgrade/strictgrade/schema"
 )
 
-// fakeEngine records what the candidate phase asks of the engine and
-// answers each Run with a scripted result.
-type fakeEngine struct {
-	mu      sync.Mutex
-	volumes map[string]bool
-	loaded  map[string][]string // volume → file names copied in
-	runs    []sandbox.Spec
-	answer  func(s sandbox.Spec) (*sandbox.Result, error)
-	seq     int
-}
-
-func newFake(answer func(sandbox.Spec) (*sandbox.Result, error)) *fakeEngine {
-	return &fakeEngine{volumes: map[string]bool{}, loaded: map[string][]string{}, answer: answer}
-}
-
-func (f *fakeEngine) NewVolume(ctx context.Context, run, phase string) (string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.seq++
-	name := fmt.Sprintf("%s-%s-%d", run, phase, f.seq)
-	f.volumes[name] = true
-	return name, nil
-}
-
-func (f *fakeEngine) CopyIn(ctx context.Context, run, vol string, archive io.Reader, opts sandbox.CopyInOptions) (*firewall.Manifest, error) {
-	var buf bytes.Buffer
-	man, err := firewall.Filter(ctx, archive, &buf, opts.Policy)
-	if err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.volumes[vol] {
-		return nil, errors.New("copy into a volume that does not exist")
-	}
-	for _, file := range man.Files {
-		f.loaded[vol] = append(f.loaded[vol], file.Path)
-	}
-	return man, nil
-}
-
-func (f *fakeEngine) NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts sandbox.CopyInOptions) (string, *firewall.Manifest, error) {
-	name, err := f.NewVolume(ctx, run, phase)
-	if err != nil {
-		return "", nil, err
-	}
-	man, err := f.CopyIn(ctx, run, name, archive, opts)
-	if err != nil {
-		_ = f.RemoveVolume(ctx, name)
-		return "", nil, err
-	}
-	return name, man, nil
-}
-
-func (f *fakeEngine) Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, error) {
-	f.mu.Lock()
-	f.runs = append(f.runs, s)
-	f.mu.Unlock()
-	return f.answer(s)
-}
-
-func (f *fakeEngine) RemoveVolume(ctx context.Context, name string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.volumes, name)
-	return nil
-}
-
-func collected(t *testing.T, dir string, files map[string]string) sandbox.Collected {
+// newFake returns a fake backend whose runtime image, named by the ID it
+// also returns, runs prog for every case container.
+func newFake(t *testing.T, prog sandboxtest.Program) (*sandboxtest.Fake, string) {
 	t.Helper()
-	var raw bytes.Buffer
-	tw := tar.NewWriter(&raw)
-	for name, body := range files {
-		_ = tw.WriteHeader(&tar.Header{Name: dir + "/" + name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
-		_, _ = tw.Write([]byte(body))
+	f := sandboxtest.NewFake()
+	t.Cleanup(func() { _ = f.Close() })
+	return f, f.Image(sandboxtest.RuntimeImage, prog)
+}
+
+// seen is what one case container saw: the spec the phase asked for, its
+// standard input, and every file below its mounts, by absolute path.
+type seen struct {
+	spec  sandbox.Spec
+	stdin []byte
+	files map[string][]byte
+}
+
+// recorder records what every run of its Program sees before the
+// scripted candidate runs.
+type recorder struct {
+	mu   sync.Mutex
+	runs []seen
+}
+
+// program returns a Program that records its run, then runs candidate
+// with the same standard input.
+func (r *recorder) program(candidate sandboxtest.Program) sandboxtest.Program {
+	return func(p *sandboxtest.Proc) int {
+		s := seen{spec: p.Spec(), files: map[string][]byte{}}
+		s.stdin, _ = io.ReadAll(p.Stdin)
+		p.Stdin = bytes.NewReader(s.stdin)
+		for _, m := range s.spec.Mounts {
+			readTree(p, m.Target, s.files)
+		}
+		r.mu.Lock()
+		r.runs = append(r.runs, s)
+		r.mu.Unlock()
+		return candidate(p)
 	}
-	_ = tw.Close()
-	var out bytes.Buffer
-	man, err := firewall.Filter(context.Background(), &raw, &out, firewall.Policy{})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// readTree reads every regular file below dir into files.
+func readTree(p *sandboxtest.Proc, dir string, files map[string][]byte) {
+	names, _ := p.ReadDir(dir)
+	for _, n := range names {
+		full := dir + "/" + n
+		if _, err := p.ReadDir(full); err == nil {
+			readTree(p, full, files)
+		} else if data, err := p.ReadFile(full); err == nil {
+			files[full] = data
+		}
 	}
-	return sandbox.Collected{Archive: out.Bytes(), Manifest: man}
+}
+
+// noLeftovers fails t when the fake still holds an object of run.
+func noLeftovers(t *testing.T, f *sandboxtest.Fake, run string) {
+	t.Helper()
+	left, err := f.Leftovers(t.Context(), run)
+	if err != nil || len(left) != 0 {
+		t.Errorf("left after run %s: %v (%v)", run, left, err)
+	}
 }
 
 func TestFunctionTaskOneContainerPerGrade(t *testing.T) {
 	tk := loadExample(t, "sum")
 	n := len(tk.Cases.Cases)
-	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
-		var stdout strings.Builder
-		stdout.WriteString("noise without a tab\n-1\t{}\n01\t{}\n")
+	rec := &recorder{}
+	fake, img := newFake(t, rec.program(func(p *sandboxtest.Proc) int {
+		fmt.Fprint(p.Stdout, "noise without a tab\n-1\t{}\n01\t{}\n")
 		for i := 0; i < n-1; i++ { // the last case records nothing
-			fmt.Fprintf(&stdout, "%d\t{\"ok\":true,\"value\":1}\n", i)
+			fmt.Fprintf(p.Stdout, "%d\t{\"ok\":true,\"value\":1}\n", i)
 		}
-		stdout.WriteString("0\t{\"ok\":true,\"value\":2}\n") // a second line for case 0 loses
-		return &sandbox.Result{Exit: sandbox.ExitExited, ImageID: "sha256:img", Duration: time.Second, Stdout: []byte(stdout.String())}, nil
-	})
-	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r1", Image: "sha256:img", Artifacts: artifact(t), Nonce: "n1"}))
+		fmt.Fprint(p.Stdout, "0\t{\"ok\":true,\"value\":2}\n") // a second line for case 0 loses
+		return 0
+	}))
+	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r1", Image: img, Artifacts: artifact(t), Nonce: "n1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fake.runs) != 1 || out.Containers != 1 {
-		t.Fatalf("%d runs for a per-grade function task", len(fake.runs))
+	if len(rec.runs) != 1 || out.Containers != 1 {
+		t.Fatalf("%d runs for a per-grade function task", len(rec.runs))
 	}
-	s := fake.runs[0]
+	if out.ImageID != img {
+		t.Errorf("image %s, want %s", out.ImageID, img)
+	}
+	s := rec.runs[0].spec
 	if want := time.Duration(n)*tk.Spec.Limits.CaseTime() + 5*time.Second; s.Limits.Wall != want {
 		t.Errorf("wall %v, want %v", s.Limits.Wall, want)
 	}
@@ -136,11 +119,12 @@ func TestFunctionTaskOneContainerPerGrade(t *testing.T) {
 			t.Errorf("mount %s read-only=%v", m.Target, m.ReadOnly)
 		}
 	}
-	for vol, files := range fake.loaded {
-		for _, f := range files {
-			if strings.Contains(f, "expected") || f == "hidden/cases.json" {
-				t.Errorf("%s loaded into %s", f, vol)
-			}
+	if len(rec.runs[0].files) == 0 {
+		t.Fatal("the container saw no files")
+	}
+	for name := range rec.runs[0].files {
+		if strings.Contains(name, "expected") || strings.HasSuffix(name, "hidden/cases.json") {
+			t.Errorf("the container saw %s", name)
 		}
 	}
 	out.Wait()
@@ -152,35 +136,22 @@ func TestFunctionTaskOneContainerPerGrade(t *testing.T) {
 	if string(out.Cases[order[0]].Files["value.json"]) != `{"ok":true,"value":1}` {
 		t.Errorf("the first call's value %q", out.Cases[order[0]].Files["value.json"])
 	}
-	if len(fake.volumes) != 0 {
-		t.Errorf("volumes left: %v", fake.volumes)
-	}
+	noLeftovers(t, fake, "r1")
 }
 
 func TestInputsCarryNoExpectedValues(t *testing.T) {
 	tk := loadExample(t, "sum")
-	var inputs []byte
-	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
-		return &sandbox.Result{Exit: sandbox.ExitExited}, nil
-	})
-	// Capture the cases.json the shim receives by filtering CopyIn input.
-	capture := &capturingEngine{fakeEngine: fake, onCopy: func(b []byte) {
-		tr := tar.NewReader(bytes.NewReader(b))
-		for {
-			h, err := tr.Next()
-			if err != nil {
-				return
-			}
-			if h.Name == "cases.json" {
-				inputs, _ = io.ReadAll(tr)
-			}
-		}
-	}}
-	if _, err := Run(t.Context(), capture, forTask(t, tk, Request{Run: "r2", Image: "img", Artifacts: artifact(t), Nonce: "n2"})); err != nil {
+	rec := &recorder{}
+	fake, img := newFake(t, rec.program(func(*sandboxtest.Proc) int { return 0 }))
+	if _, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r2", Image: img, Artifacts: artifact(t), Nonce: "n2"})); err != nil {
 		t.Fatal(err)
 	}
+	if len(rec.runs) != 1 {
+		t.Fatalf("%d runs", len(rec.runs))
+	}
+	inputs := rec.runs[0].files[InputsDir+"/cases.json"]
 	if inputs == nil {
-		t.Fatal("no inputs were copied")
+		t.Fatal("the shim has no cases.json")
 	}
 	if !bytes.Contains(inputs, []byte(`"args"`)) && !bytes.Contains(inputs, []byte(`"cases"`)) {
 		t.Fatalf("unexpected inputs document %s", inputs)
@@ -190,64 +161,56 @@ func TestInputsCarryNoExpectedValues(t *testing.T) {
 	}
 }
 
-type capturingEngine struct {
-	*fakeEngine
-	onCopy func([]byte)
-}
-
-func (c *capturingEngine) NewVolumeWith(ctx context.Context, run, phase string, archive io.Reader, opts sandbox.CopyInOptions) (string, *firewall.Manifest, error) {
-	b, err := io.ReadAll(archive)
-	if err != nil {
-		return "", nil, err
-	}
-	c.onCopy(b)
-	return c.fakeEngine.NewVolumeWith(ctx, run, phase, bytes.NewReader(b), opts)
-}
-
-func (c *capturingEngine) CopyIn(ctx context.Context, run, vol string, archive io.Reader, opts sandbox.CopyInOptions) (*firewall.Manifest, error) {
-	b, err := io.ReadAll(archive)
-	if err != nil {
-		return nil, err
-	}
-	c.onCopy(b)
-	return c.fakeEngine.CopyIn(ctx, run, vol, bytes.NewReader(b), opts)
-}
-
 func TestCommandTaskFreshContainerPerCase(t *testing.T) {
 	tk := loadExample(t, "wordfreq")
-	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
-		return &sandbox.Result{Exit: sandbox.ExitTimeout, Code: 137, Stdout: []byte("x")}, nil
-	})
-	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r3", Image: "img", Artifacts: artifact(t)}))
+	// The first case prints and then waits for its wall clock, which
+	// kills it; the others exit at once.
+	rec := &recorder{}
+	var first atomic.Bool
+	fake, img := newFake(t, rec.program(func(p *sandboxtest.Proc) int {
+		if first.CompareAndSwap(false, true) {
+			fmt.Fprint(p.Stdout, "x")
+			<-p.Context().Done()
+		}
+		return 0
+	}))
+	req := forTask(t, tk, Request{Run: "r3", Image: img, Artifacts: artifact(t)})
+	req.Limits.CaseTime = 100 * time.Millisecond // the timed-out case never ends by itself
+	out, err := Run(t.Context(), fake, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fake.runs) != len(tk.Cases.Cases) {
-		t.Fatalf("%d runs for %d cases", len(fake.runs), len(tk.Cases.Cases))
+	if len(rec.runs) != len(tk.Cases.Cases) || out.Containers != len(tk.Cases.Cases) {
+		t.Fatalf("%d runs for %d cases", len(rec.runs), len(tk.Cases.Cases))
 	}
-	for i, s := range fake.runs {
-		stdin, _ := io.ReadAll(s.Stdin)
-		if string(stdin) != tk.Cases.Cases[i].Stdin || s.Cmd[0] != ArtifactsDir+"/solution" {
-			t.Errorf("case %d: stdin %q cmd %v", i, stdin, s.Cmd)
+	for i, r := range rec.runs {
+		if string(r.stdin) != tk.Cases.Cases[i].Stdin || r.spec.Cmd[0] != ArtifactsDir+"/solution" {
+			t.Errorf("case %d: stdin %q cmd %v", i, r.stdin, r.spec.Cmd)
 		}
-		if !s.Limits.KillOnOutputLimit {
+		if !r.spec.Limits.KillOnOutputLimit {
 			t.Errorf("case %d: output cap does not kill", i)
 		}
 	}
 	if out.Cases[0].Record.Exit != schema.ExitTimeout {
 		t.Errorf("timeout reported as %s", out.Cases[0].Record.Exit)
 	}
+	out.Wait()
+	noLeftovers(t, fake, "r3")
 }
 
 func TestRefusedOutputIsTheCandidatesFault(t *testing.T) {
 	tk := loadExample(t, "csvstats")
 	// The name and the link target are the candidate's: they may carry
 	// hidden input.
-	refusal := &firewall.RejectError{Entry: "output/secret-input-derived.csv", Err: firewall.ErrSymlink, Reason: `symbolic link to "/hidden/secret"`}
-	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
-		return nil, fmt.Errorf("%w: /output: %w", sandbox.ErrCollect, refusal)
+	const entry = "output/secret-input-derived.csv"
+	fake, img := newFake(t, func(p *sandboxtest.Proc) int {
+		if err := p.Symlink("/hidden/secret", "/"+entry); err != nil {
+			p.Errorf("%v", err)
+			return 1
+		}
+		return 0
 	})
-	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r4", Image: "img", Artifacts: artifact(t)}))
+	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r4", Image: img, Artifacts: artifact(t)}))
 	if err != nil {
 		t.Fatalf("a refused output became an infrastructure error: %v", err)
 	}
@@ -259,17 +222,17 @@ func TestRefusedOutputIsTheCandidatesFault(t *testing.T) {
 		t.Errorf("case error %q quotes a candidate-chosen name", c.Record.Refused)
 	}
 	var rej *firewall.RejectError
-	if !errors.As(c.Rejection, &rej) || rej.Entry != refusal.Entry {
+	if !errors.As(c.Rejection, &rej) || rej.Entry != entry {
 		t.Errorf("the typed rejection is gone: %v", c.Rejection)
 	}
-	// A daemon failure, by contrast, stops the phase.
-	fake = newFake(func(s sandbox.Spec) (*sandbox.Result, error) { return nil, errors.New("daemon gone") })
-	if _, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r5", Image: "img", Artifacts: artifact(t)})); err == nil {
-		t.Fatal("a daemon failure was swallowed")
+	out.Wait()
+	noLeftovers(t, fake, "r4")
+	// A backend failure (here an image the backend does not have), by
+	// contrast, stops the phase, and what it made is gone.
+	if _, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r5", Image: "strictgrade/missing", Artifacts: artifact(t)})); err == nil {
+		t.Fatal("a backend failure was swallowed")
 	}
-	if len(fake.volumes) != 0 {
-		t.Errorf("volumes left after failure: %v", fake.volumes)
-	}
+	noLeftovers(t, fake, "r5")
 }
 
 func artifact(t *testing.T) []byte {
@@ -304,17 +267,24 @@ func TestOutputRejectionNeverQuotesNames(t *testing.T) {
 
 func TestDataTaskOutputIsAQuota(t *testing.T) {
 	tk := loadExample(t, "csvstats")
-	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
-		return &sandbox.Result{Exit: sandbox.ExitExited, Collected: map[string]sandbox.Collected{
-			OutputDir: collected(t, "output", map[string]string{"stats.json": "{}"}),
-		}}, nil
-	})
-	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r6", Image: "img", Artifacts: artifact(t)}))
+	rec := &recorder{}
+	fake, img := newFake(t, rec.program(func(p *sandboxtest.Proc) int {
+		if err := p.WriteFile(OutputDir+"/stats.json", []byte("{}"), 0o644); err != nil {
+			p.Errorf("%v", err)
+			return 1
+		}
+		return 0
+	}))
+	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r6", Image: img, Artifacts: artifact(t)}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out.Wait()
-	for i, s := range fake.runs {
+	if len(rec.runs) != len(tk.Cases.Cases) {
+		t.Fatalf("%d runs for %d cases", len(rec.runs), len(tk.Cases.Cases))
+	}
+	for i, r := range rec.runs {
+		s := r.spec
 		so := s.StreamOut
 		if so == nil || so.Dir != OutputDir || so.Bytes != tk.Spec.Limits.OutputBytes || so.Inodes != outputInodes {
 			t.Errorf("case %d: stream-out %+v", i, so)
@@ -331,9 +301,7 @@ func TestDataTaskOutputIsAQuota(t *testing.T) {
 	if got := string(out.Cases[0].Files["stats.json"]); got != "{}" {
 		t.Errorf("collected output %q", got)
 	}
-	if len(fake.volumes) != 0 {
-		t.Errorf("volumes left: %v", fake.volumes)
-	}
+	noLeftovers(t, fake, "r6")
 }
 
 func TestCallOrder(t *testing.T) {
@@ -382,30 +350,25 @@ func TestCallOrder(t *testing.T) {
 func TestFunctionTaskCallsInNonceOrder(t *testing.T) {
 	tk := loadExample(t, "sum")
 	n := len(tk.Cases.Cases)
-	var spec []byte
-	fake := newFake(func(s sandbox.Spec) (*sandbox.Result, error) {
+	rec := &recorder{}
+	fake, img := newFake(t, rec.program(func(p *sandboxtest.Proc) int {
 		// The shim numbers records by call: answer each call with its
 		// position.
-		var stdout strings.Builder
 		for j := range n {
-			fmt.Fprintf(&stdout, "%d\t{\"ok\":true,\"value\":%d}\n", j, j)
+			fmt.Fprintf(p.Stdout, "%d\t{\"ok\":true,\"value\":%d}\n", j, j)
 		}
-		return &sandbox.Result{Exit: sandbox.ExitExited, Stdout: []byte(stdout.String())}, nil
-	})
-	capture := &capturingEngine{fakeEngine: fake, onCopy: func(b []byte) {
-		tr := tar.NewReader(bytes.NewReader(b))
-		for h, err := tr.Next(); err == nil; h, err = tr.Next() {
-			if h.Name == "cases.json" {
-				spec, _ = io.ReadAll(tr)
-			}
-		}
-	}}
+		return 0
+	}))
 	const nonce = "grade-nonce"
-	out, err := Run(t.Context(), capture, forTask(t, tk, Request{Run: "r7", Image: "img", Artifacts: artifact(t), Nonce: nonce}))
+	out, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r7", Image: img, Artifacts: artifact(t), Nonce: nonce}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out.Wait()
+	if len(rec.runs) != 1 {
+		t.Fatalf("%d runs", len(rec.runs))
+	}
+	spec := rec.runs[0].files[InputsDir+"/cases.json"]
 	order := CallOrder(nonce, n)
 	if !slices.Equal(out.Order, order) {
 		t.Errorf("recorded order %v, want %v", out.Order, order)
@@ -434,9 +397,10 @@ func TestFunctionTaskCallsInNonceOrder(t *testing.T) {
 	}
 
 	// Without a nonce a shared process cannot be given an order.
-	if _, err := Run(t.Context(), newFake(fake.answer), forTask(t, tk, Request{Run: "r8", Image: "img", Artifacts: artifact(t)})); !errors.Is(err, ErrNoNonce) {
+	if _, err := Run(t.Context(), fake, forTask(t, tk, Request{Run: "r8", Image: img, Artifacts: artifact(t)})); !errors.Is(err, ErrNoNonce) {
 		t.Errorf("no nonce: %v, want ErrNoNonce", err)
 	}
+	noLeftovers(t, fake, "r8")
 }
 
 // TestRequestSaysHowToCall: a request without the program of its kind is
@@ -454,13 +418,11 @@ func TestRequestSaysHowToCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := newFake(func(sandbox.Spec) (*sandbox.Result, error) { return &sandbox.Result{}, nil })
-			tt.req.Run, tt.req.Image = "r9", "img"
-			if _, err := Run(t.Context(), fake, tt.req); !errors.Is(err, ErrRequest) {
+			tt.req.Run, tt.req.Image = "r9", sandboxtest.RuntimeImage
+			// No backend: Run must refuse the request before it asks
+			// one for anything (a call on nil would panic).
+			if _, err := Run(t.Context(), nil, tt.req); !errors.Is(err, ErrRequest) {
 				t.Errorf("err = %v, want ErrRequest", err)
-			}
-			if fake.seq != 0 || len(fake.runs) != 0 {
-				t.Errorf("%d volumes and %d runs for a refused request", fake.seq, len(fake.runs))
 			}
 		})
 	}

@@ -1,99 +1,112 @@
 package compat
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/strictgrade/strictgrade/firewall"
-	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/sandbox"
+	"github.com/strictgrade/strictgrade/sandboxtest"
 	"github.com/strictgrade/strictgrade/schema"
 )
 
-const fakeImage = "sha256:" + "ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12"
+// oracle is a fake backend whose oracle image answers each container by
+// its phase, from a script of Programs, and records the spec of every run.
+type oracle struct {
+	f     *sandboxtest.Fake
+	image string // the oracle image's ID
+	// reap names a phase whose container is removed while it runs, as a
+	// "strictgrade gc --all" elsewhere would remove it: the backend fails
+	// that run.
+	reap string
 
-// fakeEngine answers Run from a script keyed by phase and tracks volumes,
-// so the decisions can be tested without a daemon.
-type fakeEngine struct {
-	mu      sync.Mutex
-	n       int
-	volumes map[string]bool
-	script  map[string]func(engine.Spec) (*engine.Result, error)
-	specs   []engine.Spec
+	mu    sync.Mutex
+	specs []sandbox.Spec
 }
 
-func newFakeEngine(script map[string]func(engine.Spec) (*engine.Result, error)) *fakeEngine {
-	return &fakeEngine{volumes: map[string]bool{}, script: script}
+func newOracle(t *testing.T, script map[string]sandboxtest.Program) *oracle {
+	t.Helper()
+	o := &oracle{f: sandboxtest.NewFake()}
+	t.Cleanup(func() { _ = o.f.Close() })
+	o.image = o.f.Image("strictgrade/oracle", func(p *sandboxtest.Proc) int {
+		s := p.Spec()
+		o.mu.Lock()
+		o.specs = append(o.specs, s)
+		o.mu.Unlock()
+		if s.Phase == o.reap {
+			_, _ = o.f.GC(context.WithoutCancel(p.Context()), sandbox.GCOptions{Run: s.Run, All: true})
+			p.Errorf("still running") // never arrives: the sandbox is gone
+			return 0
+		}
+		prog := script[s.Phase]
+		if prog == nil {
+			p.Errorf("fake: no script for %s", s.Phase)
+			return 127
+		}
+		return prog(p)
+	})
+	return o
 }
 
-func (f *fakeEngine) NewVolume(ctx context.Context, run, phase string) (string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n++
-	name := fmt.Sprintf("%s-%s-%d", run, phase, f.n)
-	f.volumes[name] = true
-	return name, nil
-}
-
-func (f *fakeEngine) CopyIn(ctx context.Context, run, vol string, archive io.Reader, opts engine.CopyInOptions) (*firewall.Manifest, error) {
-	return firewall.Filter(ctx, archive, io.Discard, opts.Policy)
-}
-
-func (f *fakeEngine) Run(ctx context.Context, s engine.Spec) (*engine.Result, error) {
-	f.mu.Lock()
-	f.specs = append(f.specs, s)
-	answer := f.script[s.Phase]
-	f.mu.Unlock()
-	if answer == nil {
-		return nil, fmt.Errorf("fake: no answer for %s", s.Phase)
+// noLeftovers fails t when the backend still holds an object of run.
+func (o *oracle) noLeftovers(t *testing.T, run string) {
+	t.Helper()
+	left, err := o.f.Leftovers(t.Context(), run)
+	if err != nil || len(left) != 0 {
+		t.Fatalf("left after run %s: %v (%v)", run, left, err)
 	}
-	return answer(s)
 }
 
-func (f *fakeEngine) RemoveVolume(ctx context.Context, name string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.volumes, name)
-	return nil
-}
-
-// collected is a result whose /out holds the given files.
-func collected(code int, files map[string]string) *engine.Result {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: "out/", Typeflag: tar.TypeDir, Mode: 0o755})
-	for name, data := range files {
-		tw.WriteHeader(&tar.Header{Name: "out/" + name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data))})
-		tw.Write([]byte(data))
+// collected leaves the given files in the output directory and exits
+// with code.
+func collected(code int, files map[string]string) sandboxtest.Program {
+	return func(p *sandboxtest.Proc) int {
+		for name, data := range files {
+			if err := p.WriteFile(OutDir+"/"+name, []byte(data), 0o644); err != nil {
+				p.Errorf("%v", err)
+				return 125
+			}
+		}
+		return code
 	}
-	tw.Close()
-	return &engine.Result{ImageID: fakeImage, Exit: engine.ExitExited, Code: code, Duration: time.Millisecond,
-		Collected: map[string]engine.Collected{OutDir: {Archive: buf.Bytes()}}}
 }
 
-func preparedOK(base string) func(engine.Spec) (*engine.Result, error) {
-	return prepareRun(engine.ExitExited, 0, []string{"clone", "checkout", "apply_check", "apply", "verify", "inject", "report"},
+func preparedOK(base string) sandboxtest.Program {
+	return prepareRun(sandbox.ExitExited, 0, []string{"clone", "checkout", "apply_check", "apply", "verify", "inject", "report"},
 		map[string]string{"prepare.json": `{"status":"ok","stage":"","message":"","head":"` + base +
 			`","changed":["textkit/core.py"],"changed_count":1,"steps_ms":{"checkout":1}}`})
 }
 
-// prepareRun is a preparation container that announced stages on
-// standard error, ended as exit and code, and left files in /out.
-func prepareRun(exit engine.ExitKind, code int, stages []string, files map[string]string) func(engine.Spec) (*engine.Result, error) {
-	return func(engine.Spec) (*engine.Result, error) {
-		r := collected(code, files)
-		r.Exit = exit
+// prepareRun is a preparation container that announces stages on
+// standard error, leaves files in /out, and then exits with code, runs
+// out of memory, or waits for its wall clock, as exit says.
+func prepareRun(exit sandbox.ExitKind, code int, stages []string, files map[string]string) sandboxtest.Program {
+	return func(p *sandboxtest.Proc) int {
 		for _, s := range stages {
-			r.Stderr = append(r.Stderr, "prepare: stage "+s+"\n"...)
+			fmt.Fprintf(p.Stderr, "prepare: stage %s\n", s)
 		}
-		return r, nil
+		if code := collected(code, files)(p); code == 125 {
+			return code
+		}
+		return ending(exit, code)(p)
+	}
+}
+
+// ending ends a container as exit says: with code, out of memory, or at
+// its wall clock.
+func ending(exit sandbox.ExitKind, code int) sandboxtest.Program {
+	return func(p *sandboxtest.Proc) int {
+		switch exit {
+		case sandbox.ExitOOM:
+			p.Alloc(1 << 40)
+		case sandbox.ExitTimeout:
+			<-p.Context().Done()
+		}
+		return code
 	}
 }
 
@@ -129,14 +142,18 @@ func junitFor(ids []string, failed map[string]bool, extra ...string) string {
 	return b.String()
 }
 
-func suiteRun(ids []string, code int, failed map[string]bool, extra ...string) func(engine.Spec) (*engine.Result, error) {
-	return func(s engine.Spec) (*engine.Result, error) {
-		return collected(code, map[string]string{"report.xml": junitFor(ids, failed, extra...)}), nil
-	}
+func suiteRun(ids []string, code int, failed map[string]bool, extra ...string) sandboxtest.Program {
+	return collected(code, map[string]string{"report.xml": junitFor(ids, failed, extra...)})
 }
 
 func TestDecisionsWithFakeEngine(t *testing.T) {
 	tk, err := Load(t.Context(), exampleTask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := copyTask(t)
+	editSpec(t, dir, func(m map[string]any) { m["limits"].(map[string]any)["wall_seconds"] = 2 })
+	short, err := Load(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,137 +167,128 @@ func TestDecisionsWithFakeEngine(t *testing.T) {
 	tests := []struct {
 		name     string
 		baseline bool
-		script   map[string]func(engine.Spec) (*engine.Result, error)
-		outcome  schema.Outcome
-		code     string
-		err      string // Grade or Check returns an error mentioning it
+		// waits says a container waits for its wall clock: the task
+		// then allows two seconds rather than sixty.
+		waits   bool
+		reap    string // a phase whose container the backend loses
+		script  map[string]sandboxtest.Program
+		outcome schema.Outcome
+		code    string
+		err     string // Grade or Check returns an error mentioning it
 	}{
-		{name: "everything passes", outcome: schema.OutcomePass, script: map[string]func(engine.Spec) (*engine.Result, error){
+		{name: "everything passes", outcome: schema.OutcomePass, script: map[string]sandboxtest.Program{
 			"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil), "oracle-hidden": suiteRun(H, 0, nil)}},
 		{name: "the exit code contradicts a clean report", outcome: schema.OutcomeFail, code: schema.ReasonRuntimeError,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil), "oracle-hidden": suiteRun(H, 1, nil)}},
 		{name: "exit code 0 does not rescue a failure", outcome: schema.OutcomeFail, code: schema.ReasonWrongAnswer,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil), "oracle-hidden": suiteRun(H, 0, map[string]bool{H[0]: true})}},
 		{name: "a test nobody asked for", outcome: schema.OutcomeFail, code: schema.ReasonTestsMissing,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil), "oracle-hidden": suiteRun(H, 0, nil, "tests/test_x.py::test_planted")}},
 		{name: "no report", outcome: schema.OutcomeFail, code: schema.ReasonTestsMissing,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil),
-				"oracle-hidden": func(engine.Spec) (*engine.Result, error) { return collected(0, nil), nil }}},
+				"oracle-hidden": collected(0, nil)}},
 		{name: "a forged unreadable report", outcome: schema.OutcomeFail, code: schema.ReasonTestsMissing,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil),
-				"oracle-hidden": func(engine.Spec) (*engine.Result, error) {
-					return collected(0, map[string]string{"report.xml": "==== 3 passed ===="}), nil
-				}}},
+				"oracle-hidden": collected(0, map[string]string{"report.xml": "==== 3 passed ===="})}},
 		{name: "output refused by the firewall", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil),
-				"oracle-hidden": func(engine.Spec) (*engine.Result, error) {
-					return nil, fmt.Errorf("%w: /out: symlink", engine.ErrCollect)
+				"oracle-hidden": func(p *sandboxtest.Proc) int {
+					if err := p.Symlink("/etc/passwd", OutDir+"/report.xml"); err != nil {
+						p.Errorf("%v", err)
+						return 125
+					}
+					return 0
 				}}},
 		{name: "out of memory", outcome: schema.OutcomeFail, code: schema.ReasonMemoryLimit,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil),
-				"oracle-hidden": func(s engine.Spec) (*engine.Result, error) {
-					r := collected(137, nil)
-					r.Exit = engine.ExitOOM
-					return r, nil
-				}}},
+				"oracle-hidden": ending(sandbox.ExitOOM, 0)}},
 		{name: "git changed a path the gate did not keep", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitExited, 0, allStages, prepareReport("gate_mismatch", "verify", "git changed conftest.py"))}},
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitExited, 0, allStages, prepareReport("gate_mismatch", "verify", "git changed conftest.py"))}},
 		{name: "the diff does not apply", outcome: schema.OutcomeFail, code: schema.ReasonDiffDoesNotApply,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitExited, 0, allStages, prepareReport("apply_failed", "apply_check", "patch does not apply"))}},
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitExited, 0, allStages, prepareReport("apply_failed", "apply_check", "patch does not apply"))}},
 		// From the stage that reads the diff on, whatever stops the
 		// preparation is the candidate's doing.
-		{name: "git apply runs into the wall clock", outcome: schema.OutcomeFail, code: schema.ReasonTimeout,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitTimeout, 137, untilCheck, nil)}},
+		{name: "git apply runs into the wall clock", waits: true, outcome: schema.OutcomeFail, code: schema.ReasonTimeout,
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitTimeout, 137, untilCheck, nil)}},
 		{name: "git apply runs out of memory", outcome: schema.OutcomeFail, code: schema.ReasonMemoryLimit,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitOOM, 137, untilApply, nil)}},
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitOOM, 137, untilApply, nil)}},
 		{name: "prepare crashes after reading the diff", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitExited, 1, untilApply, nil)}},
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitExited, 1, untilApply, nil)}},
 		{name: "no report after the diff", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitExited, 0, allStages, nil)}},
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitExited, 0, allStages, nil)}},
 		{name: "a report over its cap after the diff", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitExited, 0, allStages, map[string]string{"prepare.json": strings.Repeat(" ", maxPrepareReport+1)})}},
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitExited, 0, allStages, map[string]string{"prepare.json": strings.Repeat(" ", maxPrepareReport+1)})}},
 		{name: "the diff leaves no room for the hidden tests", outcome: schema.OutcomeFail, code: schema.ReasonRejectedArtifact,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitExited, 0, allStages, prepareReport("error", "inject", "tests is not a directory"))}},
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitExited, 0, allStages, prepareReport("error", "inject", "tests is not a directory"))}},
 		// Before it, the grader's.
 		{name: "prepare crashes before the diff", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "stage clone ended with code 1",
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitExited, 1, untilClone, nil)}},
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitExited, 1, untilClone, nil)}},
 		{name: "prepare crashes before any stage", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "the start ended with code 1",
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitExited, 1, nil, nil)}},
-		{name: "the clone runs into the wall clock", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "stage clone exceeded the wall-clock limit",
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitTimeout, 137, untilClone, nil)}},
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitExited, 1, nil, nil)}},
+		{name: "the clone runs into the wall clock", waits: true, outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "stage clone exceeded the wall-clock limit",
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitTimeout, 137, untilClone, nil)}},
 		{name: "prepare reports an error", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "stage clone failed: bad bundle",
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitExited, 0, []string{"clone", "report"}, prepareReport("error", "clone", "bad bundle"))}},
+			script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitExited, 0, []string{"clone", "report"}, prepareReport("error", "clone", "bad bundle"))}},
 		{name: "baseline: no diff, so a failed preparation is the grader's", baseline: true, outcome: schema.OutcomeError, code: schema.ReasonInfrastructure,
-			err: "stage inject failed", script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": prepareRun(engine.ExitExited, 0, noDiff, prepareReport("error", "inject", "tests is not a directory"))}},
-		{name: "daemon failure", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "connection refused",
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": preparedOK(base),
-				"oracle-existing": func(engine.Spec) (*engine.Result, error) {
-					return nil, errors.New("connection refused")
-				}}},
-		{name: "another image", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "expected " + fakeImage,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
-				"oracle-prepare": func(s engine.Spec) (*engine.Result, error) {
-					r, _ := preparedOK(base)(s)
-					r.ImageID = "sha256:" + strings.Repeat("0", 64)
-					return r, nil
-				}}},
+			err: "stage inject failed", script: map[string]sandboxtest.Program{
+				"oracle-prepare": prepareRun(sandbox.ExitExited, 0, noDiff, prepareReport("error", "inject", "tests is not a directory"))}},
+		{name: "a backend failure", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "removed while it ran",
+			reap: "oracle-existing", script: map[string]sandboxtest.Program{"oracle-prepare": preparedOK(base)}},
 		{name: "fit baseline", baseline: true, outcome: schema.OutcomeFail, code: schema.ReasonWrongAnswer,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil),
 				"oracle-hidden": suiteRun(H, 1, allFail), "oracle-hidden-2": suiteRun(H, 1, allFail)}},
 		{name: "baseline existing suite fails", baseline: true, outcome: schema.OutcomeQuarantined, code: schema.ReasonBaselineSuiteFail,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 1, map[string]bool{S[2]: true}),
 				"oracle-hidden": suiteRun(H, 1, allFail), "oracle-hidden-2": suiteRun(H, 1, allFail)}},
 		{name: "baseline hidden test passes", baseline: true, outcome: schema.OutcomeQuarantined, code: schema.ReasonBaselinePassed,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil),
 				"oracle-hidden": suiteRun(H, 1, map[string]bool{H[0]: true}), "oracle-hidden-2": suiteRun(H, 1, map[string]bool{H[0]: true})}},
 		{name: "baseline runs disagree", baseline: true, outcome: schema.OutcomeQuarantined, code: schema.ReasonFlaky,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil),
 				"oracle-hidden": suiteRun(H, 1, allFail), "oracle-hidden-2": suiteRun(H, 1, map[string]bool{H[0]: true})}},
-		{name: "baseline timeout", baseline: true, outcome: schema.OutcomeQuarantined, code: schema.ReasonTimeout,
-			script: map[string]func(engine.Spec) (*engine.Result, error){
+		{name: "baseline timeout", baseline: true, waits: true, outcome: schema.OutcomeQuarantined, code: schema.ReasonTimeout,
+			script: map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(base), "oracle-existing": suiteRun(S, 0, nil),
-				"oracle-hidden": func(engine.Spec) (*engine.Result, error) {
-					r := collected(137, nil)
-					r.Exit = engine.ExitTimeout
-					return r, nil
-				}, "oracle-hidden-2": suiteRun(H, 1, allFail)}},
+				"oracle-hidden": ending(sandbox.ExitTimeout, 0), "oracle-hidden-2": suiteRun(H, 1, allFail)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := newFakeEngine(tt.script)
-			req := Request{Run: "r1", Task: tk, Image: fakeImage, Nonce: "nonce-nonce-nonce-1"}
+			o := newOracle(t, tt.script)
+			o.reap = tt.reap
+			req := Request{Run: "r1", Task: tk, Image: o.image, Nonce: "nonce-nonce-nonce-1"}
+			if tt.waits {
+				req.Task = short
+			}
 			var out *Outcome
 			var err error
 			if tt.baseline {
-				out, err = Check(t.Context(), fake, req)
+				out, err = Check(t.Context(), o.f, req)
 			} else {
 				req.Diff = diff
-				out, err = Grade(t.Context(), fake, req)
+				out, err = Grade(t.Context(), o.f, req)
 			}
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 				t.Fatalf("error %v, want %q", err, tt.err)
@@ -298,10 +306,30 @@ func TestDecisionsWithFakeEngine(t *testing.T) {
 			if v.Nonce != req.Nonce || v.RunID != "r1" || len(v.Cases) != len(S)+len(H) {
 				t.Fatalf("verdict not bound: nonce %q run %q cases %d", v.Nonce, v.RunID, len(v.Cases))
 			}
-			if len(fake.volumes) != 0 {
-				t.Fatalf("volumes left: %v", fake.volumes)
-			}
+			o.noLeftovers(t, "r1")
 		})
+	}
+}
+
+// TestCheckImage: a container that ran another image than the one asked
+// for by ID, or than an earlier container, is the grader's error. A
+// backend runs an image asked for by ID exactly, so only a unit test
+// reaches this check.
+func TestCheckImage(t *testing.T) {
+	want, other := "sha256:"+strings.Repeat("ab", 32), "sha256:"+strings.Repeat("0", 64)
+	g := &grading{req: Request{Image: want}}
+	if err := g.checkImage(&sandbox.Result{}); err == nil {
+		t.Error("no image reported, and no error")
+	}
+	if err := g.checkImage(&sandbox.Result{ImageID: other}); err == nil || !strings.Contains(err.Error(), "expected "+want) {
+		t.Errorf("another image than asked for: %v", err)
+	}
+	g = &grading{req: Request{Image: "strictgrade/oracle"}}
+	if err := g.checkImage(&sandbox.Result{ImageID: want}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.checkImage(&sandbox.Result{ImageID: other}); err == nil || !strings.Contains(err.Error(), "different images") {
+		t.Errorf("two containers, two images: %v", err)
 	}
 }
 
@@ -311,15 +339,20 @@ func TestHardenedSpecs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake := newFakeEngine(map[string]func(engine.Spec) (*engine.Result, error){
+	o := newOracle(t, map[string]sandboxtest.Program{
 		"oracle-prepare": preparedOK(tk.Spec.Repo.Base), "oracle-existing": suiteRun(tk.ExistingIDs, 0, nil), "oracle-hidden": suiteRun(tk.HiddenIDs, 0, nil)})
-	if _, err := Grade(t.Context(), fake, Request{Task: tk, Image: fakeImage, Diff: []byte(modifyCore)}); err != nil {
+	out, err := Grade(t.Context(), o.f, Request{Task: tk, Image: o.image, Diff: []byte(modifyCore)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fake.specs) != 3 {
-		t.Fatalf("%d containers", len(fake.specs))
+	if out.Verdict.Outcome != schema.OutcomePass {
+		t.Fatalf("%s: %s", out.Verdict.Outcome, out.Verdict.Reason)
 	}
-	for _, s := range fake.specs {
+	o.noLeftovers(t, out.Verdict.RunID)
+	if len(o.specs) != 3 {
+		t.Fatalf("%d containers", len(o.specs))
+	}
+	for _, s := range o.specs {
 		// 512 MiB of memory: at most 128 processes, however many the task allows.
 		if s.Limits.Wall != 60*time.Second || s.Limits.MemoryBytes != 512<<20 || s.Limits.PIDs != 128 || !strings.HasPrefix(s.Run, "c") {
 			t.Errorf("%s: limits %+v run %q", s.Phase, s.Limits, s.Run)
@@ -408,9 +441,9 @@ func TestDroppedHunksInVerdict(t *testing.T) {
 		{name: "fail", hidden: map[string]bool{H[0]: true}, outcome: schema.OutcomeFail},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := newFakeEngine(map[string]func(engine.Spec) (*engine.Result, error){
+			o := newOracle(t, map[string]sandboxtest.Program{
 				"oracle-prepare": preparedOK(tk.Spec.Repo.Base), "oracle-existing": suiteRun(S, 0, nil), "oracle-hidden": suiteRun(H, 0, tt.hidden)})
-			out, err := Grade(t.Context(), fake, Request{Task: tk, Image: fakeImage, Diff: diff})
+			out, err := Grade(t.Context(), o.f, Request{Task: tk, Image: o.image, Diff: diff})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -476,7 +509,7 @@ func TestCaseReasonsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	message := strings.Repeat("é", 1000)
-	failAll := func(ids []string) func(engine.Spec) (*engine.Result, error) {
+	failAll := func(ids []string) sandboxtest.Program {
 		var b strings.Builder
 		b.WriteString(`<testsuites><testsuite name="pytest">`)
 		for _, id := range ids {
@@ -484,13 +517,11 @@ func TestCaseReasonsBounded(t *testing.T) {
 			fmt.Fprintf(&b, `<testcase classname="%s" name="%s"><failure message="%s"/></testcase>`, k.classname, k.name, message)
 		}
 		b.WriteString(`</testsuite></testsuites>`)
-		return func(engine.Spec) (*engine.Result, error) {
-			return collected(1, map[string]string{"report.xml": b.String()}), nil
-		}
+		return collected(1, map[string]string{"report.xml": b.String()})
 	}
-	fake := newFakeEngine(map[string]func(engine.Spec) (*engine.Result, error){
+	o := newOracle(t, map[string]sandboxtest.Program{
 		"oracle-prepare": preparedOK(tk.Spec.Repo.Base), "oracle-existing": failAll(S), "oracle-hidden": failAll(H)})
-	out, err := Grade(t.Context(), fake, Request{Task: tk, Image: fakeImage, Diff: []byte(modifyCore)})
+	out, err := Grade(t.Context(), o.f, Request{Task: tk, Image: o.image, Diff: []byte(modifyCore)})
 	if err != nil {
 		t.Fatal(err)
 	}

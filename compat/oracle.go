@@ -181,10 +181,11 @@ type grading struct {
 	imageID  string
 	timings  schema.Timings
 
-	mu       sync.Mutex
-	log      []Entry
-	volumes  []string
+	cl       sandbox.Cleanup // the volumes' removals
 	teardown time.Duration
+
+	mu  sync.Mutex
+	log []Entry
 }
 
 func newGrading(eng Engine, req Request, mode schema.CompatMode) (*grading, error) {
@@ -210,6 +211,7 @@ func newGrading(eng Engine, req Request, mode schema.CompatMode) (*grading, erro
 		}
 	}
 	g := &grading{eng: eng, req: req, t: req.Task, mode: mode, start: time.Now(), nonce: req.Nonce}
+	g.cl.Timeout = cleanupTimeout
 	if g.req.Run == "" {
 		g.req.Run = newRunID()
 	}
@@ -469,45 +471,25 @@ func (g *grading) baseline(ctx context.Context) (*schema.Verdict, error) {
 func (g *grading) newVolume(ctx context.Context, phase string) (string, error) {
 	vol, err := g.eng.NewVolume(ctx, g.req.Run, phase)
 	if vol != "" {
-		g.mu.Lock()
-		g.volumes = append(g.volumes, vol)
-		g.mu.Unlock()
+		// Engine has no NewVolumeWith, so it is not a sandbox.Volumes
+		// for Cleanup.Volume; Add loses nothing, since every removal
+		// here is a volume's and no sandbox outlives its Run.
+		g.cl.Add(func(ctx context.Context) error { return g.eng.RemoveVolume(ctx, vol) })
 	}
 	return vol, err
 }
 
-// cleanupTimeout bounds each volume removal.
+// cleanupTimeout bounds the removal of a grading's volumes.
 const cleanupTimeout = 30 * time.Second
 
-// removeVolume removes a volume now, on a context that survives
-// cancellation for a bounded time.
-func (g *grading) removeVolume(ctx context.Context, vol string) {
-	start := time.Now()
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	if err := g.eng.RemoveVolume(cctx, vol); err != nil {
-		g.event("teardown", "volume removal failed", "volume", vol, "error", err.Error())
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.teardown += time.Since(start)
-	for i, v := range g.volumes {
-		if v == vol {
-			g.volumes = append(g.volumes[:i], g.volumes[i+1:]...)
-			break
-		}
-	}
-}
-
-// cleanup removes every volume still registered.
+// cleanup removes every volume the grading made, on a context that
+// survives cancellation for a bounded time.
 func (g *grading) cleanup(ctx context.Context) {
-	g.mu.Lock()
-	vols := append([]string(nil), g.volumes...)
-	g.mu.Unlock()
-	for _, v := range vols {
-		g.removeVolume(ctx, v)
+	start := time.Now()
+	if err := g.cl.Run(ctx); err != nil {
+		g.event("teardown", "volume removal failed", "error", err.Error())
 	}
+	g.teardown = time.Since(start)
 }
 
 // setup creates the inputs volume (bundle, hidden tests, plan, runner,

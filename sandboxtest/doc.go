@@ -9,7 +9,10 @@
 // fake behaves on Docker. Runtime and Judge are its renderings of
 // strictgrade's runtime and judge images, enough to run the controller's
 // strict pipeline end to end without a daemon; Probe is its rendering of
-// the probe image.
+// the probe image. A test that must see what a phase sends to a sandbox
+// registers a Program that records it: the spec through Proc.Spec, the
+// standard input and the mounted files through its Proc, as a workload
+// would read them.
 //
 // Run is the conformance suite: the Docker backend passes it against a
 // daemon (under the engine build tag) and the fake passes it everywhere. A

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,6 +48,27 @@ type Proc struct {
 
 // Context is done when the process is killed.
 func (p *Proc) Context() context.Context { return p.ctx }
+
+// Spec returns the spec the process's sandbox was made from, as the
+// caller gave it except that StreamOut's zero caps are filled in, and
+// without Stdin, which the process reads from Proc.Stdin. A real workload
+// cannot see its spec: Spec is for tests whose Program records what a
+// phase asked the backend for (the phase, command, limits and mounts of
+// each run) beside what the run received. The result is a copy a Program
+// may keep.
+func (p *Proc) Spec() sandbox.Spec {
+	s := p.box.spec
+	s.Stdin = nil
+	s.Cmd = slices.Clone(s.Cmd)
+	s.Env = slices.Clone(s.Env)
+	s.Mounts = slices.Clone(s.Mounts)
+	s.Collect = slices.Clone(s.Collect)
+	if s.StreamOut != nil {
+		so := *s.StreamOut
+		s.StreamOut = &so
+	}
+	return s
+}
 
 // check ends the calling goroutine when the process has been killed.
 func (p *Proc) check() {
