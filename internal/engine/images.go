@@ -111,30 +111,9 @@ func (d *Docker) ImportImage(ctx context.Context, rootfs io.Reader, spec ImportS
 		return "", fmt.Errorf("engine: import image: %w", err)
 	}
 	defer rc.Close()
-	dec := json.NewDecoder(rc)
-	var last string
-	for {
-		var msg struct {
-			Status      string `json:"status"`
-			Error       string `json:"error"`
-			ErrorDetail *struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
-		}
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return "", fmt.Errorf("engine: import image: reading progress: %w", err)
-		}
-		if msg.Error != "" {
-			return "", fmt.Errorf("engine: import image: %s", msg.Error)
-		}
-		if msg.ErrorDetail != nil && msg.ErrorDetail.Message != "" {
-			return "", fmt.Errorf("engine: import image: %s", msg.ErrorDetail.Message)
-		}
-		if msg.Status != "" {
-			last = msg.Status
-		}
+	last, err := readProgress(rc, "import image")
+	if err != nil {
+		return "", err
 	}
 	id, err := d.ImageID(ctx, ref)
 	if err != nil {
@@ -144,6 +123,35 @@ func (d *Docker) ImportImage(ctx context.Context, rootfs io.Reader, spec ImportS
 		return "", fmt.Errorf("engine: import image: daemon reported %s but %s resolves to %s", last, ref, id)
 	}
 	return id, nil
+}
+
+// readProgress reads a daemon's JSON progress stream to its end and returns
+// the last status it reported; an error message in the stream is an error.
+func readProgress(r io.Reader, what string) (last string, err error) {
+	dec := json.NewDecoder(r)
+	for {
+		var msg struct {
+			Status      string `json:"status"`
+			Error       string `json:"error"`
+			ErrorDetail *struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
+			return last, nil
+		} else if err != nil {
+			return "", fmt.Errorf("engine: %s: reading progress: %w", what, err)
+		}
+		if msg.Error != "" {
+			return "", fmt.Errorf("engine: %s: %s", what, msg.Error)
+		}
+		if msg.ErrorDetail != nil && msg.ErrorDetail.Message != "" {
+			return "", fmt.Errorf("engine: %s: %s", what, msg.ErrorDetail.Message)
+		}
+		if msg.Status != "" {
+			last = msg.Status
+		}
+	}
 }
 
 // RemoveImage removes an image by ID or reference; missing is not an error.

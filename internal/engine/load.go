@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -20,25 +18,8 @@ func (d *Docker) LoadImage(ctx context.Context, archive io.Reader, ref string) (
 		return "", fmt.Errorf("engine: load image: %w", err)
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var msg struct {
-			Error       string `json:"error"`
-			ErrorDetail *struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
-		}
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return "", fmt.Errorf("engine: load image: reading progress: %w", err)
-		}
-		if msg.Error != "" {
-			return "", fmt.Errorf("engine: load image: %s", msg.Error)
-		}
-		if msg.ErrorDetail != nil && msg.ErrorDetail.Message != "" {
-			return "", fmt.Errorf("engine: load image: %s", msg.ErrorDetail.Message)
-		}
+	if _, err := readProgress(resp.Body, "load image"); err != nil {
+		return "", err
 	}
 	return d.ImageID(ctx, ref)
 }
