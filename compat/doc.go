@@ -1,7 +1,7 @@
 // Package compat is strictgrade's compat tier: it grades "fix this
 // repository so the hidden tests pass" tasks, where the tests must import
 // the candidate's code, as strictly as a shared Python process allows
-// (SPEC §3). What the tier cannot block is stated below and shown by tests.
+// (ADR 0004). What the tier cannot block is stated below and shown by tests.
 //
 // # Task directory
 //

@@ -627,8 +627,6 @@ const cleanupTimeout = time.Minute
 // judgeRoot is where the judge's input volume is mounted.
 const judgeRoot = "/judge"
 
-// prepareJudge creates the judge's volume and loads the meta document and
-// the task's hidden directory into it.
 // prepareJudge creates the judge's volume with the meta document and the
 // task's hidden directory, and creates (without starting) the judge's
 // container over it.

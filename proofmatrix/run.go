@@ -95,7 +95,8 @@ type Report struct {
 }
 
 // Run runs the selected probes in each tier with ctrl. Compat-tier probes
-// run only when the compat runner is available (see CompatRunner).
+// run only when the compat tier's runner is registered (compat_run.go
+// registers it from init).
 func Run(ctx context.Context, ctrl *controller.Controller, signer *attest.Signer, opts Options) (*Report, error) {
 	if opts.Parallel <= 0 {
 		opts.Parallel = 2

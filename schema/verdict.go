@@ -16,7 +16,7 @@ import (
 // is a success, and ERROR is never a statement about the graded work.
 type Outcome string
 
-// The outcomes of a verdict (SPEC §2).
+// The outcomes of a verdict: ERROR and QUARANTINED are never counted as a pass or a fail.
 const (
 	// OutcomePass: the candidate was graded and every case passed.
 	OutcomePass Outcome = "PASS"
@@ -45,7 +45,7 @@ func ParseOutcome(s string) (Outcome, error) {
 // Tier is the isolation tier a verdict was graded under.
 type Tier string
 
-// The tiers (SPEC §2 and §3).
+// The tiers: strict (ADR 0001) and compat (ADR 0004).
 const (
 	// TierStrict: agent, candidate and judge in separate containers; outputs
 	// are compared as data.

@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "f2fe6195b50c71a68f3c5adc9e1473d1b2439fc126867d8c585c98774ec9d0d1"
+const judgeSource = "1715a863a027fa79ab1fa79251557adcae528c251095dd90a5a5defd24e88beb"
