@@ -163,6 +163,12 @@ var never = []struct {
 		why: "the phases know nothing of the controller that orchestrates them",
 	},
 	{
+		name: "phases-seam",
+		from: []string{"candidate", "agentbox", "compat", "controller", "proofmatrix"}, deps: []string{"internal/engine"},
+		direct: true,
+		why: "the phases and the controller reach a runtime through the public sandbox seam, never the Docker package",
+	},
+	{
 		name: "compat-strict",
 		from: []string{"compat"}, deps: []string{"task", "candidate", "agentbox", "judge"},
 		why: "the compat tier knows nothing of the strict tier",

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
 )
 
@@ -46,7 +46,7 @@ func (r *run) cases() []schema.Case {
 		case r.refused != nil:
 			c.Outcome, c.DecidedBy = schema.OutcomeFail, schema.DecidedByFirewall
 			c.Reason = text("the container's output was refused: "+r.refused.Error(), r.chars)
-		case r.exit() == engine.ExitExited:
+		case r.exit() == sandbox.ExitExited:
 			c.Exit = schema.ExitExited
 			if r.res.Code >= 0 && r.res.Code <= 255 {
 				c.ExitCode = schema.Code(r.res.Code)
@@ -70,11 +70,11 @@ func (g *grading) limitReason(r *run) (code, reason string) {
 		return schema.ReasonRejectedArtifact, fmt.Sprintf("the %s run's output was refused: %v", r.label, r.refused)
 	}
 	switch r.exit() {
-	case engine.ExitTimeout:
+	case sandbox.ExitTimeout:
 		return schema.ReasonTimeout, fmt.Sprintf("the %s run exceeded the wall-clock limit of %ds", r.label, g.t.Spec.Limits.WallSeconds)
-	case engine.ExitOOM:
+	case sandbox.ExitOOM:
 		return schema.ReasonMemoryLimit, fmt.Sprintf("the %s run exceeded the memory limit of %d MiB", r.label, g.t.Spec.Limits.MemoryMB)
-	case engine.ExitOutputLimit:
+	case sandbox.ExitOutputLimit:
 		return schema.ReasonOutputLimit, fmt.Sprintf("the %s run wrote more than %d MiB of output", r.label, testOutput>>20)
 	}
 	return "", ""
@@ -82,9 +82,9 @@ func (g *grading) limitReason(r *run) (code, reason string) {
 
 // exit is how the run's container ended: as the engine says, except that a
 // run runner.py stopped at the output cap ended at the output limit.
-func (r *run) exit() engine.ExitKind {
-	if r.res.Exit == engine.ExitExited && r.res.Code == runnerLimitExit {
-		return engine.ExitOutputLimit
+func (r *run) exit() sandbox.ExitKind {
+	if r.res.Exit == sandbox.ExitExited && r.res.Code == runnerLimitExit {
+		return sandbox.ExitOutputLimit
 	}
 	return r.res.Exit
 }

@@ -123,7 +123,7 @@
 //
 // No container writes to the host's disk but prepare's to the checkout,
 // which a bounded diff bounds. Each has its own /out, a tmpfs with a
-// quota (engine.StreamOut), charged to its memory: code that fills it gets
+// quota (sandbox.StreamOut), charged to its memory: code that fills it gets
 // ENOSPC, and what is left there is streamed out through the firewall
 // after the container ended by itself, so that a file or a count of files
 // past the output policy makes the run's output refused (FAIL

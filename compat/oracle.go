@@ -22,7 +22,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/strictgrade/strictgrade/firewall"
-	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/version"
 	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
@@ -524,7 +523,7 @@ func (g *grading) setup(ctx context.Context, f *Filtered) (work string, err erro
 		defer close(written)
 		pw.CloseWithError(g.writeInputs(pw, spool, f))
 	}()
-	im, err := g.eng.CopyIn(ctx, g.req.Run, inputs, pr, engine.CopyInOptions{Policy: taskPolicy})
+	im, err := g.eng.CopyIn(ctx, g.req.Run, inputs, pr, sandbox.CopyInOptions{Policy: taskPolicy})
 	pr.Close()
 	<-written
 	if err != nil {
@@ -692,9 +691,9 @@ const testOutput = 8 << 20
 // limits are the engine limits of an oracle container that may print up
 // to output bytes. Every container streams its output directory, so what
 // it prints arrives on standard error.
-func (g *grading) limits(output int64) engine.Limits {
+func (g *grading) limits(output int64) sandbox.Limits {
 	l := g.t.Spec.Limits
-	return engine.Limits{
+	return sandbox.Limits{
 		Wall:        time.Duration(l.WallSeconds) * time.Second,
 		MemoryBytes: l.MemoryMB << 20,
 		PIDs:        min(l.PIDs, l.MemoryMB/mibPerProcess),
@@ -708,8 +707,8 @@ func (g *grading) limits(output int64) engine.Limits {
 // the engine streams out through the firewall under outPolicy once the
 // container has ended by itself. Code under test that fills it gets
 // ENOSPC; the host's disk is never involved.
-func outDir(size, inodes int64) *engine.StreamOut {
-	return &engine.StreamOut{Dir: OutDir, Bytes: size, Inodes: inodes}
+func outDir(size, inodes int64) *sandbox.StreamOut {
+	return &sandbox.StreamOut{Dir: OutDir, Bytes: size, Inodes: inodes}
 }
 
 // outPolicy bounds what a container leaves in its output directory.
@@ -764,10 +763,10 @@ func (f *diffFault) Error() string { return f.reason }
 // limit is a *diffFault. A failure before that stage (the clone, the
 // checkout of the base) or of the engine itself is the grader's.
 func (g *grading) prepare(ctx context.Context, work string) error {
-	res, err := g.eng.Run(ctx, engine.Spec{
+	res, err := g.eng.Run(ctx, sandbox.Spec{
 		Run: g.req.Run, Phase: "oracle-prepare", Image: g.req.Image,
 		Cmd: []string{"python3", "-I", "-B", InputsDir + "/prepare.py"}, Env: g.t.env(), WorkDir: WorkDir,
-		Mounts: []engine.Mount{{Volume: g.inputs, Target: InputsDir, ReadOnly: true}, {Volume: work, Target: WorkDir}},
+		Mounts: []sandbox.Mount{{Volume: g.inputs, Target: InputsDir, ReadOnly: true}, {Volume: work, Target: WorkDir}},
 		Limits: g.limits(256 << 10), StreamOut: outDir(2*maxPrepareReport, 16), CollectPolicy: outPolicy,
 	})
 	if err != nil {
@@ -793,13 +792,13 @@ func (g *grading) prepare(ctx context.Context, work string) error {
 		return fmt.Errorf("compat: prepare: %s", reason)
 	}
 	switch {
-	case res.Exit == engine.ExitTimeout:
+	case res.Exit == sandbox.ExitTimeout:
 		return fail(schema.ReasonTimeout, schema.DecidedByLimit,
 			fmt.Sprintf("%s exceeded the wall-clock limit of %ds", last, g.t.Spec.Limits.WallSeconds))
-	case res.Exit == engine.ExitOOM:
+	case res.Exit == sandbox.ExitOOM:
 		return fail(schema.ReasonMemoryLimit, schema.DecidedByLimit,
 			fmt.Sprintf("%s exceeded the memory limit of %d MiB", last, g.t.Spec.Limits.MemoryMB))
-	case res.Exit != engine.ExitExited:
+	case res.Exit != sandbox.ExitExited:
 		return fail(schema.ReasonOutputLimit, schema.DecidedByLimit, fmt.Sprintf("%s exceeded the output limit", last))
 	case res.Code != 0:
 		return fail(schema.ReasonRejectedArtifact, DecidedByPrepare,
@@ -846,7 +845,7 @@ func readPrepared(archive []byte) (*prepared, error) {
 	return &st, nil
 }
 
-func (g *grading) checkImage(res *engine.Result) error {
+func (g *grading) checkImage(res *sandbox.Result) error {
 	if res.ImageID == "" {
 		return errors.New("compat: the engine did not report the oracle's image")
 	}
@@ -868,7 +867,7 @@ type run struct {
 	label   string
 	ids     []string
 	chars   int // the most characters a case reason may have
-	res     *engine.Result
+	res     *sandbox.Result
 	refused error // the container's output was refused by the firewall
 	repErr  error // the report exists but cannot be read
 	result  suiteResult
@@ -908,14 +907,14 @@ const (
 
 func (g *grading) runSuite(ctx context.Context, work string, suite schema.Suite, label string, ids []string) (*run, error) {
 	r := &run{suite: suite, label: label, ids: ids, chars: g.t.reasonChars()}
-	res, err := g.eng.Run(ctx, engine.Spec{
+	res, err := g.eng.Run(ctx, sandbox.Spec{
 		Run: g.req.Run, Phase: "oracle-" + label, Image: g.req.Image,
 		Cmd: runnerCmd(pytestCmd(ids)), Env: g.t.env(), WorkDir: RepoDir,
-		Mounts: []engine.Mount{{Volume: work, Target: WorkDir, ReadOnly: true}},
+		Mounts: []sandbox.Mount{{Volume: work, Target: WorkDir, ReadOnly: true}},
 		// runner.py's line about the cap must fit after the output.
 		Limits: g.limits(testOutput + 4<<10), StreamOut: outDir(testOutBytes, testOutInodes), CollectPolicy: outPolicy,
 	})
-	if errors.Is(err, engine.ErrCollect) {
+	if errors.Is(err, sandbox.ErrCollect) {
 		// Candidate code ran in the container: what it left is its doing.
 		r.refused = err
 		g.event(label, "output refused", "error", err.Error())
