@@ -166,7 +166,7 @@ var never = []struct {
 		name: "phases-seam",
 		from: []string{"candidate", "agentbox", "compat", "controller", "proofmatrix"}, deps: []string{"internal/engine"},
 		direct: true,
-		why: "the phases and the controller reach a runtime through the public sandbox seam, never the Docker package",
+		why:    "the phases and the controller reach a runtime through the public sandbox seam, never the Docker package",
 	},
 	{
 		name: "compat-strict",
