@@ -143,8 +143,6 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	copyDone := make(chan error, 1)
 	go func() { copyDone <- demux(att.Reader, stdout, stderr, nil) }()
 
-	oom := d.watchOOM(ctx, id)
-	defer oom.stop()
 	start := time.Now()
 	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return nil, fmt.Errorf("engine: start: %w", err)
@@ -219,7 +217,7 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 		res.Exit = ExitOOM
 	case killedFor == ExitOutputLimit:
 		res.Exit = ExitOutputLimit
-	case res.Code == 128+9 && oom.reported(oomGrace):
+	case res.Code == 128+9 && oomReported(ctx, d.cli, id, start, oomGrace):
 		// Ended by a SIGKILL the engine did not send, and the daemon
 		// reports an OOM kill after the exit: the memory limit decided.
 		res.Exit = ExitOOM
