@@ -431,7 +431,7 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 			c := Case{Record: rec, Stderr: res.Stderr}
 			if r, ok := records[j]; ok {
 				c.Files = map[string][]byte{"value.json": r.value}
-				if r.timed {
+				if r.timed && rec.Exit == schema.ExitExited {
 					// The call's own time, measured in the process the
 					// candidate shares: for reading only, and never more
 					// than the container's.

@@ -121,7 +121,6 @@ type Entry struct {
 var (
 	runPattern     = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
 	runtimePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]{0,63}$`)
-	noncePattern   = regexp.MustCompile(`^[A-Za-z0-9_-]{16,128}$`)
 )
 
 // Grade grades req.Diff against req.Task in final mode: the diff passes the
@@ -199,8 +198,8 @@ func newGrading(eng Engine, req Request, mode schema.CompatMode) (*grading, erro
 		return nil, fmt.Errorf("compat: run id %q must be [a-z0-9-] of at most 64 bytes", req.Run)
 	case req.Runtime != "" && !runtimePattern.MatchString(req.Runtime):
 		return nil, fmt.Errorf("compat: runtime %q must match %s", req.Runtime, runtimePattern)
-	case req.Nonce != "" && !noncePattern.MatchString(req.Nonce):
-		return nil, fmt.Errorf("compat: nonce must match %s", noncePattern)
+	case req.Nonce != "" && !schema.ValidNonce(req.Nonce):
+		return nil, fmt.Errorf("compat: nonce must be 16 to 128 characters of A-Z, a-z, 0-9, '_' and '-'")
 	case req.ControllerVersion != "" && (len(req.ControllerVersion) > 128 || !safeText(req.ControllerVersion)):
 		return nil, errors.New("compat: controller version must be at most 128 printable characters")
 	}

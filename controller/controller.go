@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +36,11 @@ import (
 // ErrCouldNotGrade is wrapped by every error Grade returns: the grade's
 // verdict is ERROR and says nothing about the submission.
 var ErrCouldNotGrade = errors.New("controller: could not grade")
+
+// ErrBadRequest is returned, with no Result, for a request the caller got
+// wrong (such as a malformed Submission.Nonce): nothing was graded, and it
+// is neither the grader's failure nor the submission's.
+var ErrBadRequest = errors.New("controller: invalid request")
 
 // Config configures a Controller. Signer is required; the zero value of
 // every other field is usable.
@@ -313,17 +317,14 @@ func (c *Controller) acquire(ctx context.Context) error {
 	}
 }
 
-// nonceForm is the verdict schema's form of a nonce.
-var nonceForm = regexp.MustCompile(`^[A-Za-z0-9_-]{16,128}$`)
-
 // issue returns the caller's nonce when it has the verdict's form, or a
 // fresh one when the caller gave none.
 func issue(nonce string) (string, error) {
 	switch {
 	case nonce == "":
 		return schema.NewNonce(), nil
-	case !nonceForm.MatchString(nonce):
-		return "", fmt.Errorf("%w: Submission.Nonce must be 16 to 128 characters of A-Z, a-z, 0-9, '_' and '-'", ErrCouldNotGrade)
+	case !schema.ValidNonce(nonce):
+		return "", fmt.Errorf("%w: Submission.Nonce must be 16 to 128 characters of A-Z, a-z, 0-9, '_' and '-'", ErrBadRequest)
 	}
 	return nonce, nil
 }

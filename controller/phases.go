@@ -42,7 +42,7 @@ func candidateRequest(t *task.Task) (candidate.Request, error) {
 		for name, rel := range c.InputFiles {
 			data, err := t.HiddenFile(rel)
 			if err != nil {
-				return candidate.Request{}, fmt.Errorf("case %s input %s: %w", c.ID, name, err)
+				return candidate.Request{}, fmt.Errorf("case %q input %q: %w", c.ID, name, err)
 			}
 			in.Files[name] = data
 		}

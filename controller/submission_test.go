@@ -89,7 +89,7 @@ func TestSubmissionNonce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := ctrl.Grade(t.Context(), tk, controller.Submission{Dir: work, Nonce: tt.nonce})
 			if tt.refused {
-				if res != nil || !errors.Is(err, controller.ErrCouldNotGrade) {
+				if res != nil || !errors.Is(err, controller.ErrBadRequest) || errors.Is(err, controller.ErrCouldNotGrade) {
 					t.Fatalf("got %v, %v; want a refusal", res, err)
 				}
 				return

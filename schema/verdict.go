@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -398,6 +399,13 @@ func NewNonce() string {
 	rand.Read(b) // never fails (crypto/rand, Go ≥ 1.24)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
+
+// nonceForm is the form the verdict schema gives a nonce.
+var nonceForm = regexp.MustCompile(`^[A-Za-z0-9_-]{16,128}$`)
+
+// ValidNonce reports whether s has the form the verdict schema requires of
+// a nonce: 16 to 128 characters of A-Z, a-z, 0-9, '_' and '-'.
+func ValidNonce(s string) bool { return nonceForm.MatchString(s) }
 
 // summaryHexLen is how many hex digits of a sha256 Summary shows.
 const summaryHexLen = 12

@@ -55,6 +55,9 @@ func TestExitCodes(t *testing.T) {
 			args: func(t *testing.T) []string {
 				return []string{"grade", "--task", sumTask, "--submission", sumHonest, "--out", t.TempDir()}
 			}},
+		{name: "usage: a malformed --nonce, before grading", code: ExitUsage, stderr: "--nonce must be",
+			env:  map[string]string{"DOCKER_HOST": "unix:///nonexistent"},
+			args: fixed("grade", "--task", sumTask, "--submission", sumHonest, "--nonce", "short")},
 		{name: "usage: --out in a missing directory, before grading", code: ExitUsage, stderr: "cannot write in its directory",
 			env: map[string]string{"DOCKER_HOST": "unix:///nonexistent"},
 			args: func(t *testing.T) []string {

@@ -83,6 +83,9 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 		}
 		policy = p
 	}
+	if a.nonce != "" && !schema.ValidNonce(a.nonce) {
+		return usagef("--nonce must be 16 to 128 characters of A-Z, a-z, 0-9, '_' and '-'")
+	}
 	if err := checkOut(a.out); err != nil {
 		return err
 	}

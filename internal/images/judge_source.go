@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "1715a863a027fa79ab1fa79251557adcae528c251095dd90a5a5defd24e88beb"
+const judgeSource = "2e6e977e359809d329c131bfe3a9bfb85365783569177a58dbfd342ec8c334b2"
