@@ -43,9 +43,7 @@ const runnerLimitExit = 86
 // volumes for the checkout and the inputs. Every sandbox.Backend is one.
 type Engine interface {
 	sandbox.Runner
-	NewVolume(ctx context.Context, run, phase string) (string, error)
-	CopyIn(ctx context.Context, run, volume string, archive io.Reader, opts sandbox.CopyInOptions) (*firewall.Manifest, error)
-	RemoveVolume(ctx context.Context, name string) error
+	sandbox.Volumes
 }
 
 // Where things are inside the oracle containers.
@@ -468,12 +466,7 @@ func (g *grading) baseline(ctx context.Context) (*schema.Verdict, error) {
 // newVolume creates a volume and registers its removal.
 func (g *grading) newVolume(ctx context.Context, phase string) (string, error) {
 	vol, err := g.eng.NewVolume(ctx, g.req.Run, phase)
-	if vol != "" {
-		// Engine has no NewVolumeWith, so it is not a sandbox.Volumes
-		// for Cleanup.Volume; Add loses nothing, since every removal
-		// here is a volume's and no sandbox outlives its Run.
-		g.cl.Add(func(ctx context.Context) error { return g.eng.RemoveVolume(ctx, vol) })
-	}
+	g.cl.Volume(g.eng, vol)
 	return vol, err
 }
 
