@@ -185,14 +185,20 @@ var never = []struct {
 		deps: []string{"os/exec", "plugin", "runtime/cgo", "net/http", "os/signal", "github.com/docker/..."},
 		why:  "the judge binary never runs, loads or fetches code, and needs no cgo",
 	},
+	{
+		name: "judge-go-cmp",
+		from: []string{"judge/...", "schema"}, deps: []string{"github.com/google/go-cmp/..."},
+		why: "the judge compares JSON with its own walk (judge/jsoncmp.go); go-cmp, with its reflection and randomised diffing, is for tests only",
+	},
 }
 
 // judgeAllowed is everything outside the standard library the judge binary
-// may contain: its own packages, the verdict schema, and the two modules
-// they use (go-cmp for JSON comparison, jsonschema for verdict validation).
+// may contain: its own packages, the verdict schema, and the one module
+// they use (jsonschema for verdict validation). go-cmp is not among them:
+// the judge compares JSON without it.
 var judgeAllowed = []string{
 	"judge", "judge/cmd/judge", "schema",
-	"github.com/google/go-cmp/...", "github.com/santhosh-tekuri/jsonschema/...",
+	"github.com/santhosh-tekuri/jsonschema/...",
 }
 
 // TestNeverList encodes the dependencies the architecture forbids, for
