@@ -159,12 +159,12 @@ var never = []struct {
 	},
 	{
 		name: "phases-controller",
-		from: []string{"candidate", "agentbox", "compat/..."}, deps: []string{"controller"},
+		from: []string{"candidate", "agentbox", "compat/...", "strict", "grading"}, deps: []string{"controller"},
 		why: "the phases know nothing of the controller that orchestrates them",
 	},
 	{
 		name: "phases-seam",
-		from: []string{"candidate", "agentbox", "compat/...", "controller", "proofmatrix"}, deps: []string{"internal/engine"},
+		from: []string{"candidate", "agentbox", "compat/...", "strict", "controller", "proofmatrix"}, deps: []string{"internal/engine"},
 		direct: true,
 		why:    "the phases and the controller reach a runtime through the public sandbox seam, never the Docker package",
 	},
@@ -187,6 +187,23 @@ var never = []struct {
 		from: pureParsers, deps: []string{"os/...", "net/...", "syscall", "plugin", "unsafe"},
 		direct: true,
 		why:    "the diff gate and the JUnit reader open no file, run no process and reach no network",
+	},
+	{
+		name: "strict-compat",
+		from: []string{"strict"}, deps: []string{"compat/..."},
+		why: "the strict tier knows nothing of the compat tier",
+	},
+	{
+		name: "controller-orchestrates",
+		from: []string{"controller"}, deps: []string{"candidate", "judge", "firewall", "internal/tarball", "agentbox"},
+		direct: true,
+		why:    "the controller orchestrates (slots, run ids, binding, signing); admitting, running and judging are the tiers' own",
+	},
+	{
+		name: "grading-shared",
+		from: []string{"grading"},
+		deps: []string{"sandbox/...", "internal/engine", "task", "compat/...", "strict", "candidate", "judge", "firewall/..."},
+		why:  "what the tiers share knows no tier and no runtime",
 	},
 	{
 		name: "docker-client",

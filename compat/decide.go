@@ -64,7 +64,7 @@ func (r *run) cases() []schema.Case {
 }
 
 // limitReason reports a run stopped by a limit or whose output was refused.
-func (g *grading) limitReason(r *run) (code, reason string) {
+func (g *grader) limitReason(r *run) (code, reason string) {
 	if r.refused != nil {
 		// The firewall refused what the run left (a link, a special file):
 		// the candidate's doing, named as a rejected artifact.
@@ -128,7 +128,7 @@ func someIDs(ids []string) string {
 // itself, left a readable report naming every expected test exactly once
 // as passed (and nothing else), and exited with code 0 can PASS; the exit
 // code corroborates the report and never decides alone.
-func (g *grading) decideFinal(runs []*run) *schema.Verdict {
+func (g *grader) decideFinal(runs []*run) *schema.Verdict {
 	v := g.skeleton()
 	var cases []schema.Case
 	for _, r := range runs {
@@ -148,7 +148,7 @@ func (g *grading) decideFinal(runs []*run) *schema.Verdict {
 	return v
 }
 
-func (g *grading) finalReason(runs []*run) (code, reason, layer string) {
+func (g *grader) finalReason(runs []*run) (code, reason, layer string) {
 	for _, r := range runs {
 		if c, why := g.limitReason(r); c != "" {
 			return c, why, "limit"
@@ -185,7 +185,7 @@ func (g *grading) finalReason(runs []*run) (code, reason, layer string) {
 
 // decideBaseline makes the baseline verdict: FAIL when the task is fit,
 // QUARANTINED with the first applicable reason otherwise.
-func (g *grading) decideBaseline(runs []*run) *schema.Verdict {
+func (g *grader) decideBaseline(runs []*run) *schema.Verdict {
 	var existing *run
 	var hidden []*run
 	for _, r := range runs {
@@ -228,7 +228,7 @@ func (g *grading) decideBaseline(runs []*run) *schema.Verdict {
 	return v
 }
 
-func (g *grading) baselineReason(existing *run, hidden []*run, flaky []string) (code, reason string) {
+func (g *grader) baselineReason(existing *run, hidden []*run, flaky []string) (code, reason string) {
 	all := append([]*run{}, hidden...)
 	if existing != nil {
 		all = append([]*run{existing}, all...)

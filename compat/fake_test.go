@@ -11,6 +11,7 @@ import (
 
 	"github.com/strictgrade/strictgrade/compat/diffgate"
 	"github.com/strictgrade/strictgrade/compat/junit"
+	"github.com/strictgrade/strictgrade/grading"
 	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/sandboxtest"
 	"github.com/strictgrade/strictgrade/schema"
@@ -280,7 +281,7 @@ func TestDecisionsWithFakeEngine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := newOracle(t, tt.script)
 			o.reap = tt.reap
-			req := Request{Run: "r1", Task: tk, Image: o.image, Nonce: "nonce-nonce-nonce-1"}
+			req := Request{Header: grading.Header{Run: "r1", Nonce: "nonce-nonce-nonce-1"}, Task: tk, Image: o.image}
 			if tt.waits {
 				req.Task = short
 			}
@@ -319,14 +320,14 @@ func TestDecisionsWithFakeEngine(t *testing.T) {
 // reaches this check.
 func TestCheckImage(t *testing.T) {
 	want, other := "sha256:"+strings.Repeat("ab", 32), "sha256:"+strings.Repeat("0", 64)
-	g := &grading{req: Request{Image: want}}
+	g := &grader{req: Request{Image: want}}
 	if err := g.checkImage(&sandbox.Result{}); err == nil {
 		t.Error("no image reported, and no error")
 	}
 	if err := g.checkImage(&sandbox.Result{ImageID: other}); err == nil || !strings.Contains(err.Error(), "expected "+want) {
 		t.Errorf("another image than asked for: %v", err)
 	}
-	g = &grading{req: Request{Image: "strictgrade/oracle"}}
+	g = &grader{req: Request{Image: "strictgrade/oracle"}}
 	if err := g.checkImage(&sandbox.Result{ImageID: want}); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +357,7 @@ func TestHardenedSpecs(t *testing.T) {
 	}
 	for _, s := range o.specs {
 		// 512 MiB of memory: at most 128 processes, however many the task allows.
-		if s.Limits.Wall != 60*time.Second || s.Limits.MemoryBytes != 512<<20 || s.Limits.PIDs != 128 || !strings.HasPrefix(s.Run, "c") {
+		if s.Limits.Wall != 60*time.Second || s.Limits.MemoryBytes != 512<<20 || s.Limits.PIDs != 128 || !strings.HasPrefix(s.Run, "g") {
 			t.Errorf("%s: limits %+v run %q", s.Phase, s.Limits, s.Run)
 		}
 		// Nothing a container writes but the checkout (prepare only)

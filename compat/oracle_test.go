@@ -19,6 +19,7 @@ import (
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/compat/diffgate"
+	"github.com/strictgrade/strictgrade/grading"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
 	"github.com/strictgrade/strictgrade/schema"
@@ -93,7 +94,7 @@ func grade(t *testing.T, tk *compat.Task, diff []byte, baseline schema.Outcome) 
 	e := oracle(t)
 	e.slots <- struct{}{}
 	defer func() { <-e.slots }()
-	req := compat.Request{Run: runID(), Task: tk, Image: e.image, Diff: diff, BaselineOutcome: baseline, Runtime: "docker/runc"}
+	req := compat.Request{Header: grading.Header{Run: runID(), Runtime: "docker/runc"}, Task: tk, Image: e.image, Diff: diff, BaselineOutcome: baseline}
 	var out *compat.Outcome
 	var err error
 	if diff == nil {

@@ -626,3 +626,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// Tier reports the tier a compat task is graded in: compat.
+func (t *Task) Tier() schema.Tier { return schema.TierCompat }
