@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -13,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,8 +19,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/strictgrade/strictgrade/compat/diffgate"
+	"github.com/strictgrade/strictgrade/compat/junit"
 	"github.com/strictgrade/strictgrade/firewall"
-	"github.com/strictgrade/strictgrade/internal/version"
+	"github.com/strictgrade/strictgrade/grading"
 	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -61,9 +61,9 @@ const SourceDateEpoch = "315532800"
 
 // Request describes one compat grade or baseline check.
 type Request struct {
-	// Run is the run id: [a-z0-9-], at most 64 bytes. It labels every
-	// container and volume; empty means a fresh one.
-	Run  string
+	// Header names the run (its id labels every container and volume),
+	// the nonce and the host; empty fields get fresh or default values.
+	grading.Header
 	Task *Task
 	// Image is the oracle image (the Python image's ID). Every container
 	// must report running exactly this image.
@@ -75,14 +75,6 @@ type Request struct {
 	// it (from Check). Grade records it and sets Flipped when it is FAIL
 	// and the grade PASSes.
 	BaselineOutcome schema.Outcome
-	// Nonce is the host-issued nonce; empty means a fresh one.
-	Nonce string
-	// ControllerVersion and Runtime describe the host for the verdict;
-	// empty ControllerVersion means this module's version.
-	ControllerVersion string
-	Runtime           string
-	// Progress, when set, receives each log entry as it is made.
-	Progress func(Entry)
 }
 
 // Outcome is the result of Grade or Check.
@@ -95,7 +87,7 @@ type Outcome struct {
 	Log []Entry
 	// Filtered is the diff gate's output (Grade only; nil when the diff
 	// was malformed).
-	Filtered *Filtered
+	Filtered *diffgate.Filtered
 }
 
 // Fit reports whether a baseline Outcome found the task fit: the hidden
@@ -106,20 +98,8 @@ func (o *Outcome) Fit() bool {
 	return v != nil && v.Compat != nil && v.Compat.Mode == schema.ModeBaseline && v.Outcome == schema.OutcomeFail
 }
 
-// Entry is one line of a grade's log.
-type Entry struct {
-	Time    time.Time      `json:"time"`
-	RunID   string         `json:"run_id"`
-	Phase   string         `json:"phase"`
-	Message string         `json:"message"`
-	Attrs   map[string]any `json:"attrs,omitempty"`
-}
-
-// Patterns of the request fields that end up in the verdict.
-var (
-	runPattern     = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
-	runtimePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]{0,63}$`)
-)
+// Entry is one line of a grade's log: the event of every tier.
+type Entry = grading.Event
 
 // Grade grades req.Diff against req.Task in final mode: the diff passes the
 // gate, is applied to a fresh checkout of the base, the hidden tests are
@@ -134,7 +114,7 @@ func Grade(ctx context.Context, eng Engine, req Request) (*Outcome, error) {
 	if req.Diff == nil {
 		return nil, errors.New("compat: Grade needs a diff (an empty diff grades the base; use Check for the baseline)")
 	}
-	g, err := newGrading(eng, req, schema.ModeFinal)
+	g, err := newGrader(eng, req, schema.ModeFinal)
 	if err != nil {
 		return nil, err
 	}
@@ -156,23 +136,22 @@ func Check(ctx context.Context, eng Engine, req Request) (*Outcome, error) {
 	if req.Diff != nil {
 		return nil, errors.New("compat: Check takes no diff")
 	}
-	g, err := newGrading(eng, req, schema.ModeBaseline)
+	g, err := newGrader(eng, req, schema.ModeBaseline)
 	if err != nil {
 		return nil, err
 	}
 	return g.finish(ctx, g.baseline)
 }
 
-// grading is the state of one Grade or Check call.
-type grading struct {
+// grader is the state of one Grade or Check call.
+type grader struct {
 	eng      Engine
 	req      Request
 	t        *Task
 	mode     schema.CompatMode
 	start    time.Time
-	nonce    string
 	subm     schema.Submission
-	filtered *Filtered
+	filtered *diffgate.Filtered
 	inputs   string // the inputs volume
 	imageID  string
 	timings  schema.Timings
@@ -180,83 +159,47 @@ type grading struct {
 	cl       sandbox.Cleanup // the volumes' removals
 	teardown time.Duration
 
-	mu  sync.Mutex
-	log []Entry
+	mu  sync.Mutex // guards imageID
+	log *grading.Log
 }
 
-func newGrading(eng Engine, req Request, mode schema.CompatMode) (*grading, error) {
+func newGrader(eng Engine, req Request, mode schema.CompatMode) (*grader, error) {
 	switch {
 	case eng == nil:
-		return nil, errors.New("compat: nil engine")
+		return nil, fmt.Errorf("%w: compat: nil engine", grading.ErrBadRequest)
 	case req.Task == nil:
-		return nil, errors.New("compat: nil task")
+		return nil, fmt.Errorf("%w: compat: nil task", grading.ErrBadRequest)
 	case req.Image == "":
-		return nil, errors.New("compat: no oracle image")
-	case req.Run != "" && !runPattern.MatchString(req.Run):
-		return nil, fmt.Errorf("compat: run id %q must be [a-z0-9-] of at most 64 bytes", req.Run)
-	case req.Runtime != "" && !runtimePattern.MatchString(req.Runtime):
-		return nil, fmt.Errorf("compat: runtime %q must match %s", req.Runtime, runtimePattern)
-	case req.Nonce != "" && !schema.ValidNonce(req.Nonce):
-		return nil, fmt.Errorf("compat: nonce must be 16 to 128 characters of A-Z, a-z, 0-9, '_' and '-'")
-	case req.ControllerVersion != "" && (len(req.ControllerVersion) > 128 || !safeText(req.ControllerVersion)):
-		return nil, errors.New("compat: controller version must be at most 128 printable characters")
+		return nil, fmt.Errorf("%w: compat: no oracle image", grading.ErrBadRequest)
 	}
 	if req.BaselineOutcome != "" {
 		if _, err := schema.ParseOutcome(string(req.BaselineOutcome)); err != nil {
-			return nil, fmt.Errorf("compat: baseline outcome: %w", err)
+			return nil, fmt.Errorf("%w: compat: baseline outcome: %w", grading.ErrBadRequest, err)
 		}
 	}
-	g := &grading{eng: eng, req: req, t: req.Task, mode: mode, start: time.Now(), nonce: req.Nonce}
-	g.cl.Timeout = cleanupTimeout
-	if g.req.Run == "" {
-		g.req.Run = newRunID()
+	h, err := req.Header.Complete()
+	if err != nil {
+		return nil, err
 	}
-	if g.nonce == "" {
-		g.nonce = schema.NewNonce()
-	}
-	if g.req.ControllerVersion == "" {
-		g.req.ControllerVersion = version.String()
-	}
+	req.Header = h
+	g := &grader{eng: eng, req: req, t: req.Task, mode: mode, start: time.Now(), log: grading.NewLog(h)}
 	sum := sha256.Sum256(req.Diff)
 	g.subm = schema.Submission{Kind: schema.SubmissionDiff, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(req.Diff))}
 	return g, nil
 }
 
-func newRunID() string {
-	b := make([]byte, 5)
-	_, _ = rand.Read(b) // never fails (crypto/rand, Go >= 1.24)
-	return "c" + hex.EncodeToString(b)
-}
-
-func (g *grading) event(phase, msg string, kv ...any) {
-	e := Entry{Time: time.Now().UTC(), RunID: g.req.Run, Phase: phase, Message: msg}
-	if len(kv) > 0 {
-		e.Attrs = make(map[string]any, len(kv)/2)
-		for i := 0; i+1 < len(kv); i += 2 {
-			e.Attrs[fmt.Sprint(kv[i])] = kv[i+1]
-		}
-	}
-	g.mu.Lock()
-	g.log = append(g.log, e)
-	g.mu.Unlock()
-	if g.req.Progress != nil {
-		g.req.Progress(e)
-	}
-}
+func (g *grader) event(phase, msg string, kv ...any) { g.log.Add(phase, msg, kv...) }
 
 // finish runs body, removes every volume, and completes the verdict: the
 // body's, or an ERROR verdict when it failed.
-func (g *grading) finish(ctx context.Context, body func(context.Context) (*schema.Verdict, error)) (*Outcome, error) {
+func (g *grader) finish(ctx context.Context, body func(context.Context) (*schema.Verdict, error)) (*Outcome, error) {
 	g.event("setup", "compat "+string(g.mode)+" started", "task", g.t.Spec.ID, "task_digest", g.t.Digest,
 		"image", g.req.Image, "diff_sha256", g.subm.SHA256, "diff_bytes", g.subm.Size)
 	v, err := body(ctx)
 	g.cleanup(ctx)
 	if err != nil {
 		g.event("error", "could not grade", "error", err.Error())
-		v = g.skeleton()
-		v.Outcome = schema.OutcomeError
-		v.ReasonCode = schema.ReasonInfrastructure
-		v.Reason = g.reason(err.Error())
+		v = grading.Errored(g.skeleton(), "", g.reason(err.Error()))
 	}
 	g.timings.TeardownMS = g.teardown.Milliseconds()
 	g.timings.TotalMS = time.Since(g.start).Milliseconds()
@@ -272,7 +215,7 @@ func (g *grading) finish(ctx context.Context, body func(context.Context) (*schem
 	}
 	g.event("verdict", "verdict "+string(v.Outcome), "reason_code", v.ReasonCode, "reason", v.Reason,
 		"tests_hash", v.TestsHash, "flipped", v.Compat.Flipped, "total_ms", v.Timings.TotalMS)
-	out := &Outcome{Verdict: v, Log: g.log, Filtered: g.filtered}
+	out := &Outcome{Verdict: v, Log: g.log.Events(), Filtered: g.filtered}
 	if err != nil {
 		return out, err
 	}
@@ -281,12 +224,12 @@ func (g *grading) finish(ctx context.Context, body func(context.Context) (*schem
 
 // skeleton returns the verdict fields known before any test ran, with
 // every expected test recorded as not run.
-func (g *grading) skeleton() *schema.Verdict {
+func (g *grader) skeleton() *schema.Verdict {
 	v := schema.New(schema.Task{ID: g.t.Spec.ID, Digest: g.t.Digest, Kind: schema.KindRepository}, schema.TierCompat)
 	v.RunID = g.req.Run
-	v.Nonce = g.nonce
+	v.Nonce = g.req.Nonce
 	v.Submission = g.subm
-	v.Controller = schema.Controller{Version: g.req.ControllerVersion, Runtime: g.req.Runtime}
+	v.Controller = g.req.Controller()
 	v.Images = schema.Images{Oracle: g.imageID}
 	v.Compat.Mode = g.mode
 	if g.filtered != nil {
@@ -308,7 +251,7 @@ const (
 	maxVerdictRule  = 256
 )
 
-func verdictHunks(f *Filtered) []schema.DroppedHunk {
+func verdictHunks(f *diffgate.Filtered) []schema.DroppedHunk {
 	n := min(len(f.Dropped), maxVerdictHunks)
 	out := make([]schema.DroppedHunk, n)
 	for i, d := range f.Dropped[:n] {
@@ -320,7 +263,7 @@ func verdictHunks(f *Filtered) []schema.DroppedHunk {
 // omitted describes the dropped hunks a verdict does not list, or is
 // empty when it lists them all: the total and the count of the most
 // frequent rules.
-func omitted(f *Filtered) string {
+func omitted(f *diffgate.Filtered) string {
 	if f == nil || f.DroppedTotal <= maxVerdictHunks {
 		return ""
 	}
@@ -340,7 +283,7 @@ func omitted(f *Filtered) string {
 
 // reason makes a verdict's reason out of s, escaped and cut by text,
 // followed by the note about unlisted dropped hunks when there is one.
-func (g *grading) reason(s string) string {
+func (g *grader) reason(s string) string {
 	note := omitted(g.filtered)
 	switch {
 	case note == "":
@@ -356,7 +299,7 @@ const maxLoggedDrops = 1000
 
 // logDropped lists the dropped hunks Filtered recorded in the log, one
 // entry per run of hunks with the same path and rule.
-func (g *grading) logDropped(f *Filtered) {
+func (g *grader) logDropped(f *diffgate.Filtered) {
 	logged := 0
 	for i := 0; i < len(f.Dropped); {
 		j := i + 1
@@ -377,7 +320,7 @@ func (g *grading) logDropped(f *Filtered) {
 }
 
 // notRun records every expected test as not run.
-func (g *grading) notRun(reason string) []schema.Case {
+func (g *grader) notRun(reason string) []schema.Case {
 	var cases []schema.Case
 	add := func(ids []string, suite schema.Suite) {
 		for _, id := range ids {
@@ -391,7 +334,7 @@ func (g *grading) notRun(reason string) []schema.Case {
 }
 
 // failEarly is a FAIL decided before any test ran.
-func (g *grading) failEarly(code, decidedBy, reason string) *schema.Verdict {
+func (g *grader) failEarly(code, decidedBy, reason string) *schema.Verdict {
 	v := g.skeleton()
 	v.Outcome = schema.OutcomeFail
 	v.ReasonCode = code
@@ -406,11 +349,11 @@ func (g *grading) failEarly(code, decidedBy, reason string) *schema.Verdict {
 }
 
 // final is Grade's body.
-func (g *grading) final(ctx context.Context) (*schema.Verdict, error) {
+func (g *grader) final(ctx context.Context) (*schema.Verdict, error) {
 	setup := time.Now()
 	f, err := g.t.Gate().Filter(g.req.Diff)
 	if err != nil {
-		if errors.Is(err, ErrDiff) {
+		if errors.Is(err, diffgate.ErrDiff) {
 			g.event("gate", "diff rejected", "error", err.Error())
 			g.timings.SetupMS = time.Since(setup).Milliseconds()
 			return g.failEarly(schema.ReasonRejectedArtifact, DecidedByDiffGate, err.Error()), nil
@@ -444,7 +387,7 @@ func (g *grading) final(ctx context.Context) (*schema.Verdict, error) {
 }
 
 // baseline is Check's body.
-func (g *grading) baseline(ctx context.Context) (*schema.Verdict, error) {
+func (g *grader) baseline(ctx context.Context) (*schema.Verdict, error) {
 	setup := time.Now()
 	work, err := g.setup(ctx, nil)
 	g.timings.SetupMS = time.Since(setup).Milliseconds()
@@ -464,18 +407,15 @@ func (g *grading) baseline(ctx context.Context) (*schema.Verdict, error) {
 }
 
 // newVolume creates a volume and registers its removal.
-func (g *grading) newVolume(ctx context.Context, phase string) (string, error) {
+func (g *grader) newVolume(ctx context.Context, phase string) (string, error) {
 	vol, err := g.eng.NewVolume(ctx, g.req.Run, phase)
 	g.cl.Volume(g.eng, vol)
 	return vol, err
 }
 
-// cleanupTimeout bounds the removal of a grading's volumes.
-const cleanupTimeout = 30 * time.Second
-
 // cleanup removes every volume the grading made, on a context that
 // survives cancellation for a bounded time.
-func (g *grading) cleanup(ctx context.Context) {
+func (g *grader) cleanup(ctx context.Context) {
 	start := time.Now()
 	if err := g.cl.Run(ctx); err != nil {
 		g.event("teardown", "volume removal failed", "error", err.Error())
@@ -486,7 +426,7 @@ func (g *grading) cleanup(ctx context.Context) {
 // setup creates the inputs volume (bundle, hidden tests, plan, runner,
 // judge-owned pytest configuration and, in final mode, the filtered diff)
 // and the empty work volume.
-func (g *grading) setup(ctx context.Context, f *Filtered) (work string, err error) {
+func (g *grader) setup(ctx context.Context, f *diffgate.Filtered) (work string, err error) {
 	inputs, err := g.newVolume(ctx, "oracle-inputs")
 	if err != nil {
 		return "", err
@@ -540,7 +480,7 @@ type plan struct {
 
 // writeInputs writes the inputs archive: the bundle and the hidden files
 // out of the task's canonical archive, then the generated files.
-func (g *grading) writeInputs(w io.Writer, taskArchive io.Reader, f *Filtered) error {
+func (g *grader) writeInputs(w io.Writer, taskArchive io.Reader, f *diffgate.Filtered) error {
 	tw := tar.NewWriter(w)
 	tr := tar.NewReader(taskArchive)
 	hiddenPrefix := g.t.Spec.Hidden.Dir + "/"
@@ -683,7 +623,7 @@ const testOutput = 8 << 20
 // limits are the engine limits of an oracle container that may print up
 // to output bytes. Every container streams its output directory, so what
 // it prints arrives on standard error.
-func (g *grading) limits(output int64) sandbox.Limits {
+func (g *grader) limits(output int64) sandbox.Limits {
 	l := g.t.Spec.Limits
 	return sandbox.Limits{
 		Wall:        time.Duration(l.WallSeconds) * time.Second,
@@ -704,7 +644,7 @@ func outDir(size, inodes int64) *sandbox.StreamOut {
 }
 
 // outPolicy bounds what a container leaves in its output directory.
-var outPolicy = firewall.Policy{MaxEntries: 1000, MaxFileBytes: maxReportBytes, MaxTotalBytes: 64 << 20}
+var outPolicy = firewall.Policy{MaxEntries: 1000, MaxFileBytes: junit.MaxReportBytes, MaxTotalBytes: 64 << 20}
 
 // prepared is prepare.py's report.
 type prepared struct {
@@ -754,7 +694,7 @@ func (f *diffFault) Error() string { return f.reason }
 // did not keep, leaves no room for the hidden tests, or drives git into a
 // limit is a *diffFault. A failure before that stage (the clone, the
 // checkout of the base) or of the engine itself is the grader's.
-func (g *grading) prepare(ctx context.Context, work string) error {
+func (g *grader) prepare(ctx context.Context, work string) error {
 	res, err := g.eng.Run(ctx, sandbox.Spec{
 		Run: g.req.Run, Phase: "oracle-prepare", Image: g.req.Image,
 		Cmd: []string{"python3", "-I", "-B", InputsDir + "/prepare.py"}, Env: g.t.env(), WorkDir: WorkDir,
@@ -837,7 +777,7 @@ func readPrepared(archive []byte) (*prepared, error) {
 	return &st, nil
 }
 
-func (g *grading) checkImage(res *sandbox.Result) error {
+func (g *grader) checkImage(res *sandbox.Result) error {
 	if res.ImageID == "" {
 		return errors.New("compat: the engine did not report the oracle's image")
 	}
@@ -862,12 +802,12 @@ type run struct {
 	res     *sandbox.Result
 	refused error // the container's output was refused by the firewall
 	repErr  error // the report exists but cannot be read
-	result  suiteResult
+	result  junit.Result
 }
 
 // suites runs the existing suite (when it has tests) and then the hidden
 // suite hiddenRuns times, one fresh container each.
-func (g *grading) suites(ctx context.Context, work string, hiddenRuns int) ([]*run, error) {
+func (g *grader) suites(ctx context.Context, work string, hiddenRuns int) ([]*run, error) {
 	var runs []*run
 	if len(g.t.ExistingIDs) > 0 {
 		r, err := g.runSuite(ctx, work, schema.SuiteExisting, "existing", g.t.ExistingIDs)
@@ -893,11 +833,11 @@ func (g *grading) suites(ctx context.Context, work string, hiddenRuns int) ([]*r
 // The output directory of a test run: room for the largest report the
 // host reads and some, and as many files as outPolicy lets through.
 const (
-	testOutBytes  = 2 * maxReportBytes
+	testOutBytes  = 2 * junit.MaxReportBytes
 	testOutInodes = 1024
 )
 
-func (g *grading) runSuite(ctx context.Context, work string, suite schema.Suite, label string, ids []string) (*run, error) {
+func (g *grader) runSuite(ctx context.Context, work string, suite schema.Suite, label string, ids []string) (*run, error) {
 	r := &run{suite: suite, label: label, ids: ids, chars: g.t.reasonChars()}
 	res, err := g.eng.Run(ctx, sandbox.Spec{
 		Run: g.req.Run, Phase: "oracle-" + label, Image: g.req.Image,
@@ -910,7 +850,7 @@ func (g *grading) runSuite(ctx context.Context, work string, suite schema.Suite,
 		// Candidate code ran in the container: what it left is its doing.
 		r.refused = err
 		g.event(label, "output refused", "error", err.Error())
-		r.result = classify(nil, ids, "no report: the container's output was refused")
+		r.result = junit.Classify(nil, ids, "no report: the container's output was refused")
 		return r, nil
 	}
 	if err != nil {
@@ -923,25 +863,25 @@ func (g *grading) runSuite(ctx context.Context, work string, suite schema.Suite,
 	g.event(label, "pytest exited", "exit", string(r.exit()), "code", res.Code, "ms", res.Duration.Milliseconds(),
 		"output_head", head(res.Stderr, 1024), "output_tail", tail(res.Stderr, 2048), "output_bytes", len(res.Stderr),
 		"output_truncated", res.StderrTruncated)
-	data, ok, err := fileFrom(res.Collected[OutDir].Archive, "out/report.xml", maxReportBytes)
-	var rep *report
+	data, ok, err := fileFrom(res.Collected[OutDir].Archive, "out/report.xml", junit.MaxReportBytes)
+	var rep *junit.Report
 	switch {
 	case err != nil:
 		r.repErr = err
 	case ok:
-		rep, r.repErr = parseReport(data)
+		rep, r.repErr = junit.Parse(data)
 	}
 	noReport := fmt.Sprintf("no report: pytest %s with code %d", r.exit(), res.Code)
 	if r.repErr != nil {
 		noReport = "report unreadable: " + r.repErr.Error()
 	}
-	r.result = classify(rep, ids, noReport)
+	r.result = junit.Classify(rep, ids, noReport)
 	counts := map[string]int{}
 	for _, id := range ids {
-		counts[r.result.outcomes[id].kind.String()]++
+		counts[r.result.Outcomes[id].Kind.String()]++
 	}
 	g.event(label, "report read", "report", ok, "error", errString(r.repErr), "counts", counts,
-		"extra", r.result.extra, "duplicates", r.result.duplicates, "collection_problems", r.result.collectProblems)
+		"extra", r.result.Extra, "duplicates", r.result.Duplicates, "collection_problems", r.result.CollectProblems)
 	return r, nil
 }
 

@@ -99,9 +99,13 @@ func disclosureProbe(ctx context.Context, env *Env) (Observation, error) {
 	var found []string
 	var lastRun string
 	for _, name := range slices.Sorted(maps.Keys(echoSubmissions)) {
-		t, err := env.Task(name)
+		loaded, err := env.Task(name)
 		if err != nil {
 			return Observation{}, err
+		}
+		t, ok := loaded.(*task.Task)
+		if !ok {
+			return Observation{}, fmt.Errorf("proofmatrix: task %q is not a strict task", name)
 		}
 		secrets, keys, err := hiddenText(t)
 		if err != nil {

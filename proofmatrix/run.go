@@ -14,10 +14,8 @@ import (
 	"time"
 
 	"github.com/strictgrade/strictgrade/attest"
-	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/schema"
-	"github.com/strictgrade/strictgrade/task"
 )
 
 //go:embed tasks
@@ -27,16 +25,15 @@ var tasksFS embed.FS
 type Env struct {
 	Controller *controller.Controller
 	Signer     *attest.Signer
-	tasks      map[string]*task.Task
-	tmp        string
-	keyMarker  string
-
-	mu          sync.Mutex
-	compatTasks map[string]*compat.Task
+	// tasks holds the embedded tasks of both tiers by name; it is
+	// written only before the probes start.
+	tasks     map[string]controller.Task
+	tmp       string
+	keyMarker string
 }
 
-// Task returns the embedded task of the given name.
-func (e *Env) Task(name string) (*task.Task, error) {
+// Task returns the embedded task of the given name, of either tier.
+func (e *Env) Task(name string) (controller.Task, error) {
 	t, ok := e.tasks[name]
 	if !ok {
 		return nil, fmt.Errorf("proofmatrix: no task %q", name)
@@ -44,7 +41,7 @@ func (e *Env) Task(name string) (*task.Task, error) {
 	return t, nil
 }
 
-// Grade grades a submission for a custom probe.
+// Grade grades a submission against the embedded task of the given name.
 func (e *Env) Grade(ctx context.Context, taskName string, sub controller.Submission) (*controller.Result, error) {
 	t, err := e.Task(taskName)
 	if err != nil {
@@ -114,7 +111,7 @@ func Run(ctx context.Context, ctrl *controller.Controller, signer *attest.Signer
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	env := &Env{Controller: ctrl, Signer: signer, tasks: map[string]*task.Task{}, tmp: tmp, keyMarker: keyMarker(opts.KeyPEM)}
+	env := &Env{Controller: ctrl, Signer: signer, tasks: map[string]controller.Task{}, tmp: tmp, keyMarker: keyMarker(opts.KeyPEM)}
 	if err := env.loadTasks(ctx); err != nil {
 		return nil, err
 	}
@@ -128,7 +125,7 @@ func Run(ctx context.Context, ctrl *controller.Controller, signer *attest.Signer
 			continue
 		}
 		for _, t := range tiers {
-			if p.Applies(t) && (t != Compat || compatRunner != nil) {
+			if p.Applies(t) {
 				jobs = append(jobs, job{p, t})
 			}
 		}
@@ -188,11 +185,10 @@ func observe(ctx context.Context, env *Env, p *Probe, c *Case, t Tier) (Observat
 	if c.Custom != nil {
 		return c.Custom(ctx, env)
 	}
-	if t == Compat {
-		return compatRunner(ctx, env, p, c)
-	}
 	var sub controller.Submission
 	switch {
+	case t == Compat:
+		sub.Diff = []byte(c.Diff)
 	case c.Archive != nil:
 		data, err := c.Archive()
 		if err != nil {
@@ -331,28 +327,11 @@ func (e *Env) loadTasks(ctx context.Context) error {
 		if err := os.CopyFS(dir, sub); err != nil {
 			return err
 		}
-		if compatLoader != nil && isCompatTask(dir) {
-			if err := compatLoader(ctx, e, d.Name(), dir); err != nil {
-				return err
-			}
-			continue
-		}
-		t, err := task.Load(ctx, dir)
+		t, err := controller.LoadTask(ctx, dir)
 		if err != nil {
 			return fmt.Errorf("proofmatrix: task %s: %w", d.Name(), err)
 		}
 		e.tasks[d.Name()] = t
 	}
 	return nil
-}
-
-// The compat tier plugs in here once it exists.
-var (
-	compatRunner func(ctx context.Context, env *Env, p *Probe, c *Case) (Observation, error)
-	compatLoader func(ctx context.Context, env *Env, name, dir string) error
-)
-
-func isCompatTask(dir string) bool {
-	data, err := os.ReadFile(filepath.Join(dir, "task.json"))
-	return err == nil && strings.Contains(string(data), "compat-task")
 }

@@ -30,6 +30,9 @@ const (
 	CasesFile = "cases.json"
 )
 
+// SpecSchema is the required value of task.json's "schema" field.
+const SpecSchema = "strictgrade.task/v1"
+
 // ErrInvalid is wrapped by every error about a malformed task.
 var ErrInvalid = errors.New("task: invalid task")
 
@@ -329,3 +332,6 @@ func (t *Task) narrow(w io.Writer, dir string) error {
 	}
 	return t.snap.narrow(w, dir)
 }
+
+// Tier reports the tier a task of this package is graded in: strict.
+func (t *Task) Tier() schema.Tier { return schema.TierStrict }

@@ -57,7 +57,7 @@ func run(ctx context.Context, dir string, ctrl *controller.Controller, signer *a
 		if err != nil {
 			return err
 		}
-		res, err := ctrl.GradeCompat(ctx, t, diff, base.Verdict.Outcome)
+		res, err := ctrl.Grade(ctx, t, controller.Submission{Diff: diff, Baseline: base.Verdict.Outcome})
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.name, err)
 		}

@@ -10,10 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/strictgrade/strictgrade/attest"
-	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/schema"
-	"github.com/strictgrade/strictgrade/task"
 )
 
 func init() {
@@ -68,7 +66,7 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 	fs.StringVar(&a.out, "out", "", "write the Sigstore bundle to `FILE`, the bare DSSE envelope to FILE.dsse.json and the graded bytes to FILE.submission (checked before grading)")
 	fs.BoolVar(&a.json, "json", false, "print the verdict as JSON instead of a table")
 	fs.StringVar(&a.disclosure, "disclosure", "", "how much strict-tier reasons may say: digest (positions and digests only; the default) or detailed (escaped excerpts of the candidate's output, for debugging; a task that asks for digest keeps it)")
-	fs.StringVar(&a.nonce, "nonce", "", "bind the verdict to this host-issued nonce (strict tier; default: a fresh one)")
+	fs.StringVar(&a.nonce, "nonce", "", "bind the verdict to this host-issued nonce (default: a fresh one)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -93,16 +91,22 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 	if err != nil {
 		return err
 	}
-	var res *controller.Result
-	var gradeErr error
-	if isCompatTask(a.task) {
-		if a.nonce != "" {
-			return usagef("--nonce is not supported for compat-tier tasks yet")
-		}
-		res, gradeErr = gradeCompat(ctx, stdio, a.task, a.submission, signer)
-	} else {
-		res, gradeErr = gradeStrict(ctx, stdio, a, policy, signer)
+	t, err := controller.LoadTask(ctx, a.task)
+	if err != nil {
+		return badInput(err)
 	}
+	sub, closeSub, err := submission(t, a.submission)
+	if err != nil {
+		return badInput(err)
+	}
+	defer closeSub()
+	sub.Nonce = a.nonce
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Disclosure: policy})
+	if err != nil {
+		return err
+	}
+	defer ctrl.Close()
+	res, gradeErr := ctrl.Grade(ctx, t, sub)
 	if res == nil {
 		return gradeErr
 	}
@@ -115,36 +119,27 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 	return outcome(res.Verdict.Outcome, "the verdict is %s", res.Verdict.Outcome)
 }
 
-// gradeStrict grades a directory or tar file against a strict-tier task.
-// A nil Result with a nil error never happens.
-func gradeStrict(ctx context.Context, stdio IO, a gradeArgs, policy schema.Disclosure, signer *attest.Signer) (*controller.Result, error) {
-	t, err := task.Load(ctx, a.task)
-	if err != nil {
-		return nil, badInput(err)
+// submission reads the submission at path in the form t's tier takes: a
+// directory or a tar file for a strict task, a unified diff file for a
+// compat task. The returned function closes what it opened.
+func submission(t controller.Task, path string) (controller.Submission, func(), error) {
+	none := func() {}
+	if t.Tier() == schema.TierCompat {
+		diff, err := readDiff(path)
+		return controller.Submission{Diff: diff}, none, err
 	}
-	sub := controller.Submission{Nonce: a.nonce}
-	st, err := os.Stat(a.submission)
+	st, err := os.Stat(path)
 	if err != nil {
-		return nil, badInput(err)
+		return controller.Submission{}, none, err
 	}
 	if st.IsDir() {
-		sub.Dir = a.submission
-	} else {
-		f, err := os.Open(a.submission)
-		if err != nil {
-			return nil, badInput(err)
-		}
-		defer f.Close()
-		sub.Archive = f
+		return controller.Submission{Dir: path}, none, nil
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{
-		Signer: signer, Logger: stdio.Log, Disclosure: policy,
-	})
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return controller.Submission{}, none, err
 	}
-	defer ctrl.Close()
-	return ctrl.Grade(ctx, t, sub)
+	return controller.Submission{Archive: f}, func() { f.Close() }, nil
 }
 
 // checkOut refuses, before any grading, an --out that could not be
@@ -179,36 +174,6 @@ func report(stdio IO, res *controller.Result, signer *attest.Signer, ephemeral b
 	}
 	printVerdict(stdio.Stdout, res.Verdict)
 	return nil
-}
-
-// isCompatTask reports whether dir holds a compat-tier (repository) task.
-func isCompatTask(dir string) bool {
-	data, err := os.ReadFile(filepath.Join(dir, "task.json"))
-	if err != nil {
-		return false
-	}
-	var head struct {
-		Schema string `json:"schema"`
-	}
-	return json.Unmarshal(data, &head) == nil && head.Schema == compat.SpecSchema
-}
-
-// gradeCompat grades a diff file against a compat task.
-func gradeCompat(ctx context.Context, stdio IO, taskDir, diffPath string, signer *attest.Signer) (*controller.Result, error) {
-	t, err := compat.Load(ctx, taskDir)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	diff, err := readDiff(diffPath)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
-	if err != nil {
-		return nil, err
-	}
-	defer ctrl.Close()
-	return ctrl.GradeCompat(ctx, t, diff, "")
 }
 
 // maxDiff bounds a diff file read from disk.

@@ -45,15 +45,16 @@ func runTaskCheck(ctx context.Context, args []string, stdio IO) error {
 		return usagef("takes one task directory")
 	}
 	dir := fs.Arg(0)
-	if !isCompatTask(dir) {
-		return usagef("%s is not a compat-tier task (strict-tier tasks are checked when loaded)", dir)
-	}
 	if err := checkOut(out); err != nil {
 		return err
 	}
-	t, err := compat.Load(ctx, dir)
+	loaded, err := controller.LoadTask(ctx, dir)
 	if err != nil {
 		return badInput(err)
+	}
+	t, ok := loaded.(*compat.Task)
+	if !ok {
+		return usagef("%s is not a compat-tier task (strict-tier tasks are checked when loaded)", dir)
 	}
 	signer, ephemeral, err := loadSigner(key)
 	if err != nil {

@@ -1,4 +1,4 @@
-package controller
+package strict
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/strictgrade/strictgrade/candidate"
 	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/grading"
 	"github.com/strictgrade/strictgrade/internal/tarball"
 	"github.com/strictgrade/strictgrade/judge"
 	"github.com/strictgrade/strictgrade/schema"
@@ -48,9 +49,9 @@ func TestCheckBindingEchoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &grade{task: tk, run: "g0123456789", nonce: schema.NewNonce(), disclosure: schema.DisclosureDigest, c: &Controller{}}
+	g := &grade{task: tk, req: Request{Header: grading.Header{Run: "g0123456789", Nonce: schema.NewNonce()}}, disclosure: schema.DisclosureDigest}
 	want := g.skeleton([]byte("archive"))
-	want.CaseOrder = candidate.CallOrder(g.nonce, len(tk.Cases.Cases))
+	want.CaseOrder = candidate.CallOrder(g.req.Nonce, len(tk.Cases.Cases))
 	answer := func() *schema.Verdict {
 		v := *want
 		v.CaseOrder = append([]int(nil), want.CaseOrder...)

@@ -1,0 +1,674 @@
+// Package strict is the strict tier's pipeline: a submission's declared
+// artifacts through the firewall, the candidate run on the case inputs
+// alone in fresh containers (package candidate), and its outputs compared
+// with the hidden expectations by the judge in a container of its own
+// (package judge), whose verdict is checked against the question it was
+// asked. Grade has the shape of compat.Grade: a backend, a request, and an
+// unsigned verdict with the grade's log. Signing is the controller's.
+package strict
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/strictgrade/strictgrade/candidate"
+	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/grading"
+	"github.com/strictgrade/strictgrade/internal/tarball"
+	"github.com/strictgrade/strictgrade/judge"
+	"github.com/strictgrade/strictgrade/sandbox"
+	"github.com/strictgrade/strictgrade/schema"
+	"github.com/strictgrade/strictgrade/task"
+)
+
+// Request describes one strict grade.
+type Request struct {
+	grading.Header
+	Task *task.Task
+	// Dir or Archive (exactly one) is the submission: a workspace
+	// directory on the host, walked for the declared artifacts only, or a
+	// tar stream, filtered whole and then narrowed to them.
+	Dir     string
+	Archive io.Reader
+	// Image is the ID of the runtime image candidates run (as
+	// sandbox.Images.ImageID returns it); every candidate container must
+	// report running exactly it.
+	Image string
+	// JudgeImage is the ID of the judge's image, JudgeCmd its command
+	// (default /bin/judge --root /judge).
+	JudgeImage string
+	JudgeCmd   []string
+	// Disclosure is the harness's side of the disclosure policy; the
+	// grade's policy is resolved with the task's (see
+	// controller.Config.Disclosure).
+	Disclosure schema.Disclosure
+}
+
+// Outcome is the result of Grade.
+type Outcome struct {
+	// Verdict is complete, schema-valid and unsigned.
+	Verdict *schema.Verdict
+	// Archive is what the verdict's submission digest covers: the
+	// canonical archive of the declared artifacts, or the bytes as
+	// presented when the grade ended before one existed (a rejection).
+	Archive []byte
+	// Log says what happened, in order.
+	Log []grading.Event
+}
+
+// Grade grades the submission req names against req.Task. It returns PASS
+// or FAIL with a nil error; anything the submission does wrong is its FAIL.
+// An error means the grade could not be decided by the grader's own fault:
+// the Outcome then holds an ERROR verdict bound to what was presented. An
+// error wrapping grading.ErrBadRequest, with no Outcome, means the request
+// itself was wrong and nothing ran.
+func Grade(ctx context.Context, b sandbox.Backend, req Request) (*Outcome, error) {
+	g, err := newGrade(b, req)
+	if err != nil {
+		return nil, err
+	}
+	g.log.Add("setup", "grade started", "task", g.task.Spec.ID, "task_digest", g.task.Digest, "disclosure", string(g.disclosure))
+	v, archive, gradeErr := g.grade(ctx)
+	if gradeErr != nil {
+		g.log.Add("error", "could not grade", "error", gradeErr.Error())
+		v = g.errorVerdict(archive, gradeErr)
+	}
+	g.timings.TotalMS = time.Since(g.start).Milliseconds()
+	v.Timings = g.timings
+	if _, err := schema.Marshal(v); err != nil {
+		return nil, fmt.Errorf("strict: the verdict fails its schema: %w", errors.Join(gradeErr, err))
+	}
+	if archive == nil && g.presented != nil {
+		archive = g.presented.data // what the verdict's digest covers
+	}
+	return &Outcome{Verdict: v, Archive: archive, Log: g.log.Events()}, gradeErr
+}
+
+// grade is the state of one Grade call.
+type grade struct {
+	eng      sandbox.Backend
+	req      Request
+	task     *task.Task
+	judgeCmd []string
+	// disclosure is the policy of this grade's reasons.
+	disclosure schema.Disclosure
+	// presented is the digest of the submission bytes as presented; an
+	// ERROR before the canonical archive exists is bound to it.
+	presented *presented
+	start     time.Time
+	log       *grading.Log
+	timings   schema.Timings
+}
+
+func newGrade(b sandbox.Backend, req Request) (*grade, error) {
+	switch {
+	case b == nil:
+		return nil, fmt.Errorf("%w: strict: nil backend", grading.ErrBadRequest)
+	case req.Task == nil:
+		return nil, fmt.Errorf("%w: strict: nil task", grading.ErrBadRequest)
+	case req.Image == "" || req.JudgeImage == "":
+		return nil, fmt.Errorf("%w: strict: the runtime and judge images are required", grading.ErrBadRequest)
+	case (req.Dir == "") == (req.Archive == nil):
+		return nil, fmt.Errorf("%w: strict: set exactly one of Dir and Archive", grading.ErrBadRequest)
+	case req.Disclosure != "":
+		if _, err := schema.ParseDisclosure(string(req.Disclosure)); err != nil {
+			return nil, fmt.Errorf("%w: strict: %w", grading.ErrBadRequest, err)
+		}
+	}
+	h, err := req.Header.Complete()
+	if err != nil {
+		return nil, err
+	}
+	req.Header = h
+	g := &grade{eng: b, req: req, task: req.Task, judgeCmd: req.JudgeCmd, start: time.Now(),
+		disclosure: disclosure(req.Disclosure, req.Task.Spec.Disclosure), log: grading.NewLog(h)}
+	if len(g.judgeCmd) == 0 {
+		g.judgeCmd = []string{"/bin/judge", "--root", judgeRoot}
+	}
+	return g, nil
+}
+
+// disclosure resolves the harness's and the task's disclosure policies (see
+// Config.Disclosure): digest from either wins, then detailed from either,
+// then the default.
+func disclosure(harness, spec schema.Disclosure) schema.Disclosure {
+	switch {
+	case harness == schema.DisclosureDigest || spec == schema.DisclosureDigest:
+		return schema.DisclosureDigest
+	case harness == schema.DisclosureDetailed || spec == schema.DisclosureDetailed:
+		return schema.DisclosureDetailed
+	}
+	return schema.DisclosureDigest
+}
+
+// say picks the text of a reason by the grade's policy: digest must not
+// quote what a candidate chose, detailed may.
+func (g *grade) say(digest, detailed string) string {
+	if g.disclosure == schema.DisclosureDetailed {
+		return detailed
+	}
+	return digest
+}
+
+// skeleton returns the verdict fields known before judging.
+func (g *grade) skeleton(archive []byte) *schema.Verdict {
+	v := schema.New(schema.Task{ID: g.task.Spec.ID, Digest: g.task.Digest, Kind: g.task.Spec.Kind}, schema.TierStrict)
+	v.RunID = g.req.Run
+	v.Nonce = g.req.Nonce
+	v.Disclosure = g.disclosure
+	v.Controller = g.req.Controller()
+	v.Images = schema.Images{Candidate: g.req.Image, Judge: g.req.JudgeImage}
+	v.Submission = schema.Submission{Kind: schema.SubmissionArchive, SHA256: digest(archive), Size: int64(len(archive))}
+	return v
+}
+
+func (g *grade) errorVerdict(archive []byte, cause error) *schema.Verdict {
+	v := g.skeleton(archive)
+	if archive == nil && g.presented != nil && g.presented.sum != "" {
+		v.Submission = schema.Submission{Kind: schema.SubmissionArchive, SHA256: g.presented.sum, Size: g.presented.n}
+	}
+	code := ""
+	var je *judgeError
+	if errors.As(cause, &je) {
+		code = je.code
+	}
+	// An error can quote a name from the submission or the task (a file
+	// the engine could not copy, the judge's complaint about a hidden
+	// file): under digest, only the grader's own words before it.
+	msg := cause.Error()
+	return grading.Errored(v, code, schema.Excerpt([]byte(g.say(schema.Redact(msg), msg)), 480))
+}
+
+// judgeError is a judge misbehaviour, with the verdict reason code to use.
+type judgeError struct {
+	code string
+	err  error
+}
+
+func (e *judgeError) Error() string { return "judge: " + e.err.Error() }
+func (e *judgeError) Unwrap() error { return e.err }
+
+// failVerdict is a FAIL decided before any case ran (a rejected or
+// incomplete submission): every case is recorded as not run.
+func (g *grade) failVerdict(archive []byte, code, decidedBy, reason string) *schema.Verdict {
+	v := g.skeleton(archive)
+	v.Outcome = schema.OutcomeFail
+	v.ReasonCode = code
+	v.Reason = schema.Excerpt([]byte(reason), 480)
+	cases := make([]schema.Case, len(g.task.Cases.Cases))
+	for i, tc := range g.task.Cases.Cases {
+		cases[i] = schema.Case{ID: tc.ID, Outcome: schema.OutcomeFail, DecidedBy: decidedBy, Exit: schema.ExitNotRun, Reason: "not run: " + code}
+	}
+	v.SetCases(cases)
+	return v
+}
+
+func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
+	t := g.task
+
+	// F-IN: the submission through the firewall, declared artifacts only.
+	fwStart := time.Now()
+	raw := &presented{}
+	g.presented = raw
+	archive, man, err := g.admit(ctx, raw)
+	g.timings.FirewallMS = time.Since(fwStart).Milliseconds()
+	if err != nil && ctx.Err() != nil {
+		// Cancelled or out of time while filtering: our problem, not the
+		// submission's, whatever the firewall called it.
+		return nil, nil, fmt.Errorf("admit submission: %w", errors.Join(ctx.Err(), err))
+	}
+	if err != nil {
+		if why, ok := g.rejection(err); ok {
+			// The candidate's doing: a FAIL bound to the bytes it presented.
+			g.log.Add("firewall", "submission rejected", "error", err.Error())
+			// Nothing ran: no image is named, and the digest is of the
+			// bytes presented, since no canonical archive exists.
+			v := g.failVerdict(nil, schema.ReasonRejectedArtifact, schema.DecidedByFirewall, why)
+			v.Submission = schema.Submission{Kind: schema.SubmissionArchive, SHA256: raw.sum, Size: raw.n}
+			v.Images = schema.Images{}
+			return v, nil, nil
+		}
+		return nil, nil, err
+	}
+	g.log.Add("firewall", "submission admitted", "files", len(man.Files), "bytes", man.TotalBytes, "sha256", man.ArchiveSHA256)
+
+	// The judge's volume is prepared while the candidate runs. Cases that
+	// share one process are called in an order drawn from the nonce; the
+	// verdict records it.
+	meta := judge.Meta{Verdict: *g.skeleton(archive), Kind: t.Spec.Kind}
+	if t.Spec.Kind == schema.KindFunction && t.Spec.Isolation != task.PerCase {
+		meta.Verdict.CaseOrder = candidate.CallOrder(g.req.Nonce, len(t.Cases.Cases))
+	}
+	// Everything the judge's preparation makes is registered in cl as it
+	// is made, and removed on every path once the preparation is over.
+	cl := &sandbox.Cleanup{}
+	defer cl.Run(ctx)
+	type prepared struct {
+		vol       string
+		container sandbox.Prepared
+		err       error
+	}
+	judgeVol := make(chan prepared, 1)
+	prepCtx, cancelPrep := context.WithCancel(ctx)
+	defer cancelPrep()
+	go func() {
+		vol, p, err := g.prepareJudge(prepCtx, cl, meta)
+		judgeVol <- prepared{vol, p, err}
+	}()
+	var jv prepared
+	jvReceived := false
+	defer func() {
+		if !jvReceived {
+			cancelPrep() // an early return: stop preparing the judge
+			<-judgeVol
+		}
+	}()
+
+	candStart := time.Now()
+	g.log.Add("candidate", "candidate phase started", "image", g.req.Image, "cases", len(t.Cases.Cases))
+	req, err := candidateRequest(t)
+	if err != nil {
+		return nil, archive, fmt.Errorf("candidate phase: %w", err)
+	}
+	req.Run, req.Image, req.Artifacts, req.Nonce = g.req.Run, g.req.Image, archive, g.req.Nonce
+	outs, err := candidate.Run(ctx, g.eng, req)
+	g.timings.CandidateMS = time.Since(candStart).Milliseconds()
+	if err != nil {
+		return nil, archive, fmt.Errorf("candidate phase: %w", err)
+	}
+	// The candidate's volumes are removed while the judge works.
+	defer outs.Wait()
+	if !slices.Equal(outs.Order, meta.Verdict.CaseOrder) {
+		return nil, archive, fmt.Errorf("the candidate phase called the cases in an order (%v) other than the one the verdict records", outs.Order)
+	}
+	for i, oc := range outs.Cases {
+		g.log.Add("candidate", "case ran", "case", t.Cases.Cases[i].ID, "exit", string(oc.Record.Exit),
+			"code", oc.Record.Code, "ms", oc.Record.Duration.Milliseconds(), "stdout_bytes", len(oc.Stdout), "error", oc.Record.Refused)
+	}
+	if outs.ImageID != "" && outs.ImageID != g.req.Image {
+		return nil, archive, fmt.Errorf("candidate ran image %s, expected %s", outs.ImageID, g.req.Image)
+	}
+
+	jv = <-judgeVol
+	jvReceived = true
+	if jv.err != nil {
+		return nil, archive, fmt.Errorf("prepare judge: %w", jv.err)
+	}
+	judgeStart := time.Now()
+	v, err := g.judge(ctx, jv.vol, jv.container, outs, meta)
+	g.timings.JudgeMS = time.Since(judgeStart).Milliseconds()
+	if err != nil {
+		return nil, archive, err
+	}
+	return v, archive, nil
+}
+
+// missingError reports a declared artifact absent from the submission.
+type missingError struct{ path string }
+
+func (e *missingError) Error() string {
+	return "declared artifact " + strconv.Quote(e.path) + " is missing"
+}
+
+// rejection reports whether err, from admitting the submission, is the
+// submission's fault, and the reason to record under the grade's policy.
+// The firewall's rejections and limits, a missing artifact, and anything
+// wrong with the presented workspace (a name that is not UTF-8, a special
+// file, an entry that cannot be read) are; a failure to write our own
+// spool file is not. Under digest the reason names the class of the
+// problem and its position, never a name the submission chose.
+func (g *grade) rejection(err error) (string, bool) {
+	var (
+		rej  *firewall.RejectError
+		miss *missingError
+		walk *tarball.WalkError
+	)
+	switch {
+	case errors.As(err, &rej):
+		digest := "firewall: rejected"
+		if rej.Err != nil {
+			digest = rej.Err.Error()
+		}
+		if rej.Entry != "" {
+			digest += fmt.Sprintf(": entry at byte %d", rej.Offset)
+		}
+		return g.say(digest, err.Error()), true
+	case errors.As(err, &walk):
+		// The path is the submission's to choose; the reason is ours.
+		return g.say("submission: the workspace holds an entry that cannot be submitted: "+schema.Redact(walk.Reason), err.Error()), true
+	case errors.Is(err, tarball.ErrWalk):
+		return g.say("submission: the workspace holds an entry that cannot be submitted", err.Error()), true
+	case errors.As(err, &miss):
+		// The path is the task's, declared in task.json.
+		return err.Error(), true
+	case errors.Is(err, firewall.ErrLimit):
+		return g.say(schema.Redact(err.Error()), err.Error()), true
+	}
+	return "", false
+}
+
+// submissionPolicy bounds a submission.
+func (g *grade) submissionPolicy() firewall.Policy {
+	l := g.task.Spec.Limits
+	return firewall.Policy{MaxTotalBytes: l.ArtifactBytes, MaxFileBytes: l.ArtifactBytes}
+}
+
+// admit turns the submission into the canonical archive of its declared
+// artifacts. A directory is walked for the declared paths only, never
+// following links; a tar stream is filtered whole first, so that anything
+// hostile in it rejects the submission, and then narrowed.
+func (g *grade) admit(ctx context.Context, raw *presented) ([]byte, *firewall.Manifest, error) {
+	sub := g.req
+	pol := g.submissionPolicy()
+	var in io.Reader
+	switch {
+	case sub.Dir != "" && sub.Archive == nil:
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(tarball.WriteDir(pw, sub.Dir, tarball.Under(g.task.Spec.Artifacts))) }()
+		defer pr.Close()
+		in = pr
+	case sub.Archive != nil && sub.Dir == "":
+		in = sub.Archive
+	default:
+		return nil, nil, errors.New("submission: set exactly one of Dir and Archive")
+	}
+	// The presented bytes are read whole first, so that the digest a
+	// rejection is bound to covers exactly what was presented, and the
+	// caller gets those bytes back.
+	if err := raw.read(in, 2*pol.MaxTotalBytes+(16<<20)); err != nil {
+		return nil, nil, err
+	}
+	var src io.Reader = bytes.NewReader(raw.data)
+	if sub.Archive != nil {
+		var whole bytes.Buffer
+		if _, err := firewall.Filter(ctx, bytes.NewReader(raw.data), &whole, pol); err != nil {
+			return nil, nil, err
+		}
+		var narrowed bytes.Buffer
+		if err := narrow(&whole, &narrowed, tarball.Under(g.task.Spec.Artifacts)); err != nil {
+			return nil, nil, err
+		}
+		src = &narrowed
+	}
+	var out bytes.Buffer
+	man, err := firewall.Filter(ctx, src, &out, pol)
+	if err != nil {
+		return nil, nil, err
+	}
+	have := map[string]bool{}
+	for _, f := range man.Files {
+		have[f.Path] = true
+	}
+	for _, d := range man.Dirs {
+		have[d] = true
+	}
+	for _, a := range g.task.Spec.Artifacts {
+		if !have[a] {
+			return nil, nil, &missingError{a}
+		}
+	}
+	return out.Bytes(), man, nil
+}
+
+// narrow copies the entries of a canonical archive that keep selects.
+func narrow(r io.Reader, w io.Writer, keep func(string, bool) bool) error {
+	return tarball.Rewrite(w, r, func(h *tar.Header) bool {
+		isDir := h.Typeflag == tar.TypeDir
+		return keep(strings.TrimSuffix(h.Name, "/"), isDir)
+	})
+}
+
+// judgeRoot is where the judge's input volume is mounted.
+const judgeRoot = "/judge"
+
+// prepareJudge creates the judge's volume with the meta document and the
+// task's hidden directory, and creates (without starting) the judge's
+// container over it.
+func (g *grade) prepareJudge(ctx context.Context, cl *sandbox.Cleanup, meta judge.Meta) (string, sandbox.Prepared, error) {
+	var buf bytes.Buffer
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return "", nil, err
+	}
+	tw := tar.NewWriter(&buf)
+	if err := addFile(tw, "meta.json", metaJSON); err != nil {
+		return "", nil, err
+	}
+	var hidden bytes.Buffer
+	if err := g.task.WriteHidden(ctx, &hidden); err != nil {
+		return "", nil, err
+	}
+	if err := tarball.Copy(tw, &hidden, nil); err != nil {
+		return "", nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return "", nil, err
+	}
+	vol, man, err := g.eng.NewVolumeWith(ctx, g.req.Run, "judge", &buf, sandbox.CopyInOptions{Policy: judgePolicy})
+	cl.Volume(g.eng, vol)
+	if err != nil {
+		return "", nil, err
+	}
+	g.log.Add("judge", "judge inputs loaded", "files", len(man.Files), "sha256", man.ArchiveSHA256)
+	p, err := g.eng.Prepare(ctx, sandbox.Spec{
+		Run: g.req.Run, Phase: "judge", Image: g.req.JudgeImage, Cmd: g.judgeCmd, Env: []string{"TZ=UTC"},
+		Mounts: []sandbox.Mount{{Volume: vol, Target: judgeRoot, ReadOnly: true}},
+		Limits: sandbox.Limits{Wall: 2 * time.Minute, MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true},
+	})
+	cl.Prepared(p)
+	if err != nil {
+		return vol, nil, fmt.Errorf("judge container: %w", err)
+	}
+	return vol, p, nil
+}
+
+// judgePolicy bounds the judge's input.
+//
+// Its shape limits are far above what a candidate's collected outputs can
+// reach (those pass the firewall under the default entry, depth and name
+// limits before the outputs/<i>/files/ prefix is added), so that nothing a
+// candidate writes can turn its FAIL into an ERROR here. Sizes beyond what
+// the judge reads become FAIL in the judge.
+var judgePolicy = firewall.Policy{
+	MaxTotalBytes: 4 << 30, MaxFileBytes: 256 << 20, MaxInputBytes: 5 << 30,
+	MaxEntries: 1_000_000, MaxDepth: 128, MaxNameLen: 4096,
+}
+
+func addFile(tw *tar.Writer, name string, data []byte) error {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
+}
+
+// maxResultError bounds the note result.json carries about a case, far
+// below what the judge reads of a result, so that no text a candidate
+// influences (a file name quoted in a firewall rejection) can make a
+// trusted file too large for the judge.
+const maxResultError = 4 << 10
+
+// outputsArchive lays the candidate's outputs out as the judge reads them:
+// outputs/<i>/result.json (written here, trusted), stdout, stderr and
+// files/<name> (candidate bytes). Only the files keep selects go on: the
+// judge reads nothing else, and the count of what a candidate may leave
+// must never decide whether its outputs fit the judge's volume.
+func outputsArchive(outs *candidate.Outputs, keep func(i int, name string) bool) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for i, oc := range outs.Cases {
+		dir := "outputs/" + strconv.Itoa(i) + "/"
+		res := runResult(oc.Record)
+		res.Error = truncateUTF8(res.Error, maxResultError)
+		rr, err := json.Marshal(res)
+		if err != nil {
+			return nil, err
+		}
+		if err := addFile(tw, dir+"result.json", rr); err != nil {
+			return nil, err
+		}
+		if err := addFile(tw, dir+"stdout", oc.Stdout); err != nil {
+			return nil, err
+		}
+		if err := addFile(tw, dir+"stderr", oc.Stderr); err != nil {
+			return nil, err
+		}
+		for _, name := range sortedKeys(oc.Files) {
+			if !keep(i, name) {
+				continue
+			}
+			if err := addFile(tw, dir+"files/"+name, oc.Files[name]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// graded reports whether case i is graded on the output file name: the
+// function shim's record, or a file a data case must write.
+func (g *grade) graded(i int, name string) bool {
+	switch g.task.Spec.Kind {
+	case schema.KindFunction:
+		return name == judge.ValueFile
+	case schema.KindData:
+		_, ok := g.task.Cases.Cases[i].ExpectedFiles[name]
+		return ok
+	}
+	return false
+}
+
+// judge loads the outputs, runs the judge container and checks what it
+// said against what it was asked.
+func (g *grade) judge(ctx context.Context, vol string, prepared sandbox.Prepared, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
+	data, err := outputsArchive(outs, g.graded)
+	if err != nil {
+		return nil, err
+	}
+	man, err := g.eng.CopyIn(ctx, g.req.Run, vol, bytes.NewReader(data), sandbox.CopyInOptions{Policy: judgePolicy})
+	if err != nil {
+		return nil, fmt.Errorf("load candidate outputs for the judge: %w", err)
+	}
+	g.log.Add("judge", "candidate outputs loaded", "files", len(man.Files), "bytes", man.TotalBytes)
+	res, err := prepared.Run(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("judge phase: %w", err)
+	}
+	g.log.Add("judge", "judge exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(), "stdout_bytes", len(res.Stdout))
+	if res.Exit != sandbox.ExitExited || res.Code != 0 {
+		return nil, &judgeError{schema.ReasonJudgeCrashed, fmt.Errorf("ended with %s (code %d): %s", res.Exit, res.Code, schema.Excerpt(res.Stderr, 200))}
+	}
+	if res.StdoutTruncated {
+		return nil, &judgeError{schema.ReasonInvalidVerdict, errors.New("verdict larger than the schema allows")}
+	}
+	v, err := schema.Validate(res.Stdout)
+	if err != nil {
+		return nil, &judgeError{schema.ReasonInvalidVerdict, fmt.Errorf("verdict fails the schema: %w", err)}
+	}
+	if err := g.checkBinding(v, &meta.Verdict); err != nil {
+		return nil, &judgeError{schema.ReasonInvalidVerdict, err}
+	}
+	g.log.Add("judge", "verdict validated", "outcome", string(v.Outcome), "cases", len(v.Cases))
+	return v, nil
+}
+
+// checkBinding makes sure the judge answered the question it was asked:
+// the same run, task, tier, submission, images, controller, nonce,
+// disclosure policy and call order, one record per case in task order, and
+// an outcome that follows from them.
+func (g *grade) checkBinding(v, want *schema.Verdict) error {
+	switch {
+	case v.Schema != want.Schema, v.RunID != want.RunID, v.Task != want.Task, v.Tier != want.Tier,
+		v.Submission != want.Submission, v.Images != want.Images, v.Controller != want.Controller,
+		v.Nonce != want.Nonce, v.Compat != nil:
+		return errors.New("verdict does not match the run it was asked to judge")
+	case v.Disclosure != want.Disclosure:
+		return fmt.Errorf("verdict written under disclosure policy %q, asked for %q", v.Disclosure, want.Disclosure)
+	case !slices.Equal(v.CaseOrder, want.CaseOrder):
+		return errors.New("verdict records another call order than the one the candidate was called in")
+	}
+	cases := g.task.Cases.Cases
+	if len(v.Cases) != len(cases) {
+		return fmt.Errorf("verdict has %d cases, the task %d", len(v.Cases), len(cases))
+	}
+	allPass := len(cases) > 0
+	for i, tc := range cases {
+		if v.Cases[i].ID != tc.ID {
+			return fmt.Errorf("case %d is %q, want %q", i, v.Cases[i].ID, tc.ID)
+		}
+		allPass = allPass && v.Cases[i].Outcome == schema.OutcomePass
+	}
+	switch v.Outcome {
+	case schema.OutcomePass:
+		if !allPass {
+			return errors.New("PASS with a case that did not pass")
+		}
+	case schema.OutcomeFail:
+		if allPass {
+			return errors.New("FAIL although every case passed")
+		}
+	default:
+		return fmt.Errorf("judge outcome %s", v.Outcome)
+	}
+	return nil
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// presented holds the submission bytes as they were presented, before any
+// filtering, with their digest and size.
+type presented struct {
+	sum  string
+	n    int64
+	data []byte
+}
+
+// read reads at most limit+1 bytes of r, keeping what it read even when it
+// fails, so that a verdict about them can name them and the caller can
+// have them. More than limit bytes is a firewall limit error.
+func (p *presented) read(r io.Reader, limit int64) error {
+	var buf bytes.Buffer
+	_, err := io.Copy(&buf, io.LimitReader(r, limit+1))
+	p.data = buf.Bytes()
+	sum := sha256.Sum256(p.data)
+	p.sum, p.n = hex.EncodeToString(sum[:]), int64(len(p.data))
+	if err == nil && p.n > limit {
+		err = fmt.Errorf("%w: submission larger than %d bytes", firewall.ErrLimit, limit)
+	}
+	return err
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// truncateUTF8 shortens s to at most n bytes without splitting a
+// character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
