@@ -121,7 +121,7 @@ func (g jsonGen) mutate(v any, depth int) any {
 // explanation), over random pairs of related values under every kind of
 // json comparator.
 func TestCompareJSONMatchesOracle(t *testing.T) {
-	n := 5000
+	n := 2000
 	if testing.Short() {
 		n = 500
 	}
