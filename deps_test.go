@@ -83,7 +83,7 @@ func full(pattern string) string {
 
 // std lists the first path elements of the standard library packages the
 // rules name.
-var std = map[string]bool{"os": true, "plugin": true, "runtime": true, "net": true}
+var std = map[string]bool{"os": true, "plugin": true, "runtime": true, "net": true, "syscall": true, "unsafe": true}
 
 // matches reports whether path is the pattern's package or, for a pattern
 // ending in "/...", the package or one below it.
@@ -159,19 +159,34 @@ var never = []struct {
 	},
 	{
 		name: "phases-controller",
-		from: []string{"candidate", "agentbox", "compat", "strict", "grading"}, deps: []string{"controller"},
+		from: []string{"candidate", "agentbox", "compat/...", "strict", "grading"}, deps: []string{"controller"},
 		why: "the phases know nothing of the controller that orchestrates them",
 	},
 	{
 		name: "phases-seam",
-		from: []string{"candidate", "agentbox", "compat", "strict", "controller", "proofmatrix"}, deps: []string{"internal/engine"},
+		from: []string{"candidate", "agentbox", "compat/...", "strict", "controller", "proofmatrix"}, deps: []string{"internal/engine"},
 		direct: true,
 		why:    "the phases and the controller reach a runtime through the public sandbox seam, never the Docker package",
 	},
 	{
 		name: "compat-strict",
-		from: []string{"compat"}, deps: []string{"task", "candidate", "agentbox", "judge"},
+		from: []string{"compat/..."}, deps: []string{"task", "candidate", "agentbox", "judge"},
 		why: "the compat tier knows nothing of the strict tier",
+	},
+	{
+		name: "pure-parsers",
+		from: pureParsers,
+		deps: []string{"compat", "controller", "proofmatrix", "internal/...", "sandbox/...", "sandboxtest",
+			"github.com/docker/...", "os/exec", "net/http", "plugin", "runtime/cgo"},
+		why: "the diff gate and the JUnit reader are pure parsers: bytes in, records out, nothing of the tier that runs them",
+	},
+	{
+		// os and net are below them all the same (archive/tar, the
+		// schema's validator), but never theirs to call.
+		name: "pure-parsers-std",
+		from: pureParsers, deps: []string{"os/...", "net/...", "syscall", "plugin", "unsafe"},
+		direct: true,
+		why:    "the diff gate and the JUnit reader open no file, run no process and reach no network",
 	},
 	{
 		name: "strict-compat",
@@ -202,14 +217,31 @@ var never = []struct {
 		deps: []string{"os/exec", "plugin", "runtime/cgo", "net/http", "os/signal", "github.com/docker/..."},
 		why:  "the judge binary never runs, loads or fetches code, and needs no cgo",
 	},
+	{
+		name: "judge-go-cmp",
+		from: []string{"judge/...", "schema"}, deps: []string{"github.com/google/go-cmp/..."},
+		why: "the judge compares JSON with its own walk (judge/jsoncmp.go); go-cmp, with its reflection and randomised diffing, is for tests only",
+	},
+}
+
+// pureParsers are the compat tier's parsers, which must stay pure.
+var pureParsers = []string{"compat/diffgate", "compat/junit"}
+
+// pureAllowed is everything outside the standard library each pure parser
+// may import directly: the verdict schema for its records and, for the
+// gate, the firewall, whose name rules and globs it applies.
+var pureAllowed = map[string][]string{
+	"compat/diffgate": {"schema", "firewall"},
+	"compat/junit":    {"schema"},
 }
 
 // judgeAllowed is everything outside the standard library the judge binary
-// may contain: its own packages, the verdict schema, and the two modules
-// they use (go-cmp for JSON comparison, jsonschema for verdict validation).
+// may contain: its own packages, the verdict schema, and the one module
+// they use (jsonschema for verdict validation). go-cmp is not among them:
+// the judge compares JSON without it.
 var judgeAllowed = []string{
 	"judge", "judge/cmd/judge", "schema",
-	"github.com/google/go-cmp/...", "github.com/santhosh-tekuri/jsonschema/...",
+	"github.com/santhosh-tekuri/jsonschema/...",
 }
 
 // TestNeverList encodes the dependencies the architecture forbids, for
@@ -247,6 +279,23 @@ func TestNeverList(t *testing.T) {
 			}
 		})
 	}
+	t.Run("pure-parsers-imports", func(t *testing.T) {
+		for _, name := range pureParsers {
+			p := pkgs[full(name)]
+			if p == nil {
+				t.Fatalf("%s is not in the listing", name)
+			}
+			for _, d := range p.Imports {
+				if dp := pkgs[d]; dp != nil && dp.Standard {
+					continue
+				}
+				if !matchesAny(pureAllowed[name], d) {
+					t.Errorf("%s must not import %s (outside the standard library it may import only %s)",
+						name, strings.TrimPrefix(d, module+"/"), strings.Join(pureAllowed[name], ", "))
+				}
+			}
+		}
+	})
 	t.Run("judge-binary-contents", func(t *testing.T) {
 		p := pkgs[module+"/judge/cmd/judge"]
 		if p == nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/strictgrade/strictgrade/compat/junit"
 	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -35,12 +36,12 @@ func (t *Task) reasonChars() int {
 func (r *run) cases() []schema.Case {
 	out := make([]schema.Case, 0, len(r.ids))
 	for _, id := range r.ids {
-		o := r.result.outcomes[id]
+		o := r.result.Outcomes[id]
 		c := schema.Case{ID: id, Suite: r.suite, DecidedBy: schema.DecidedByJUnit, Outcome: schema.OutcomePass,
-			DurationMS: min(int64(o.seconds*1000), 604800000), Flags: slices.Clone(o.flags)}
-		if o.kind != kindPass {
+			DurationMS: min(int64(o.Seconds*1000), 604800000), Flags: slices.Clone(o.Flags)}
+		if o.Kind != junit.KindPass {
 			c.Outcome = schema.OutcomeFail
-			c.Reason = text(o.reason, r.chars)
+			c.Reason = text(o.Reason, r.chars)
 		}
 		switch {
 		case r.refused != nil:
@@ -90,10 +91,10 @@ func (r *run) exit() sandbox.ExitKind {
 }
 
 // tally counts a run's outcomes by kind.
-func (r *run) tally() map[kind][]string {
-	t := map[kind][]string{}
+func (r *run) tally() map[junit.Kind][]string {
+	t := map[junit.Kind][]string{}
 	for _, id := range r.ids {
-		k := r.result.outcomes[id].kind
+		k := r.result.Outcomes[id].Kind
 		t[k] = append(t[k], id)
 	}
 	return t
@@ -104,8 +105,8 @@ func summary(runs []*run) string {
 	var parts []string
 	for _, r := range runs {
 		t := r.tally()
-		s := fmt.Sprintf("%s: %d/%d passed", r.label, len(t[kindPass]), len(r.ids))
-		for _, k := range []kind{kindFail, kindXfail, kindSkipped, kindMissing} {
+		s := fmt.Sprintf("%s: %d/%d passed", r.label, len(t[junit.KindPass]), len(r.ids))
+		for _, k := range []junit.Kind{junit.KindFail, junit.KindXfail, junit.KindSkipped, junit.KindMissing} {
 			if n := len(t[k]); n > 0 {
 				s += fmt.Sprintf(", %d %s", n, k)
 			}
@@ -157,8 +158,8 @@ func (g *grader) finalReason(runs []*run) (code, reason, layer string) {
 	var failed, missing int
 	for _, r := range runs {
 		t := r.tally()
-		failed += len(t[kindFail])
-		missing += len(t[kindXfail]) + len(t[kindSkipped]) + len(t[kindMissing])
+		failed += len(t[junit.KindFail])
+		missing += len(t[junit.KindXfail]) + len(t[junit.KindSkipped]) + len(t[junit.KindMissing])
 	}
 	switch {
 	case failed > 0:
@@ -170,8 +171,8 @@ func (g *grader) finalReason(runs []*run) (code, reason, layer string) {
 		if r.repErr != nil {
 			return schema.ReasonTestsMissing, fmt.Sprintf("the %s report is unreadable: %v", r.label, r.repErr), "junit"
 		}
-		if r.result.extra > 0 {
-			return schema.ReasonTestsMissing, fmt.Sprintf("the %s report lists %d tests that were not asked for", r.label, r.result.extra), "junit"
+		if r.result.Extra > 0 {
+			return schema.ReasonTestsMissing, fmt.Sprintf("the %s report lists %d tests that were not asked for", r.label, r.result.Extra), "junit"
 		}
 	}
 	for _, r := range runs {
@@ -202,10 +203,10 @@ func (g *grader) decideBaseline(runs []*run) *schema.Verdict {
 	}
 	for _, c := range hidden[0].cases() {
 		id := c.ID
-		k1, k2 := hidden[0].result.outcomes[id].kind, hidden[1].result.outcomes[id].kind
+		k1, k2 := hidden[0].result.Outcomes[id].Kind, hidden[1].result.Outcomes[id].Kind
 		if k1 != k2 {
 			flaky = append(flaky, id)
-			c.Flags = addFlags(c.Flags, schema.FlagFlaky)
+			c.Flags = junit.AddFlags(c.Flags, schema.FlagFlaky)
 			c.Reason = fmt.Sprintf("run 1: %s, run 2: %s", k1, k2)
 			if c.Outcome == schema.OutcomePass {
 				c.Outcome = schema.OutcomeFail
@@ -242,21 +243,21 @@ func (g *grader) baselineReason(existing *run, hidden []*run, flaky []string) (c
 	}
 	if existing != nil {
 		t := existing.tally()
-		if bad := len(existing.ids) - len(t[kindPass]); bad > 0 {
+		if bad := len(existing.ids) - len(t[junit.KindPass]); bad > 0 {
 			var ids []string
-			for _, k := range []kind{kindFail, kindXfail, kindSkipped, kindMissing} {
+			for _, k := range []junit.Kind{junit.KindFail, junit.KindXfail, junit.KindSkipped, junit.KindMissing} {
 				ids = append(ids, t[k]...)
 			}
 			return schema.ReasonBaselineSuiteFail, fmt.Sprintf("%d existing tests do not pass at the base: %s", bad, someIDs(ids))
 		}
-		if existing.result.extra > 0 || existing.res.Code != 0 {
-			return schema.ReasonBaselineSuiteFail, fmt.Sprintf("the existing suite's run is not clean at the base (exit code %d, %d unexpected report entries)", existing.res.Code, existing.result.extra)
+		if existing.result.Extra > 0 || existing.res.Code != 0 {
+			return schema.ReasonBaselineSuiteFail, fmt.Sprintf("the existing suite's run is not clean at the base (exit code %d, %d unexpected report entries)", existing.res.Code, existing.result.Extra)
 		}
 	}
 	var missing []string
 	for _, r := range hidden {
 		for _, id := range r.ids {
-			if o := r.result.outcomes[id]; o.kind == kindMissing && !o.blocked && !slices.Contains(missing, id) {
+			if o := r.result.Outcomes[id]; o.Kind == junit.KindMissing && !o.Blocked && !slices.Contains(missing, id) {
 				missing = append(missing, id)
 			}
 		}
@@ -270,14 +271,14 @@ func (g *grader) baselineReason(existing *run, hidden []*run, flaky []string) (c
 	var passed, wrong []string
 	var why []string
 	for _, id := range hidden[0].ids {
-		o := hidden[0].result.outcomes[id]
+		o := hidden[0].result.Outcomes[id]
 		switch {
-		case o.kind == kindPass:
+		case o.Kind == junit.KindPass:
 			passed = append(passed, id)
-		case o.kind != kindFail || o.collected ||
-			slices.Contains(o.flags, schema.FlagImportError) || slices.Contains(o.flags, schema.FlagMissingFixture):
+		case o.Kind != junit.KindFail || o.Collected ||
+			slices.Contains(o.Flags, schema.FlagImportError) || slices.Contains(o.Flags, schema.FlagMissingFixture):
 			wrong = append(wrong, id)
-			why = append(why, id+" ("+o.reason+")")
+			why = append(why, id+" ("+o.Reason+")")
 		}
 	}
 	if len(passed) > 0 {

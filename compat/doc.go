@@ -40,18 +40,19 @@
 //     (overwriting files of the same path). hidden.tests lists the node ids
 //     that must pass; each lives in one of those files.
 //   - allow: globs of the paths a diff may touch; deny: globs added to
-//     DefaultDeny (which always applies). Both use the firewall's glob
-//     syntax (see firewall.Policy): a pattern without an inner "/" matches
-//     at any depth, "**" spans directories, a trailing "/" matches a
-//     directory and everything below it, and matching ignores case.
+//     diffgate.DefaultDeny (which always applies). Both use the firewall's
+//     glob syntax (see firewall.Policy): a pattern without an inner "/"
+//     matches at any depth, "**" spans directories, a trailing "/" matches
+//     a directory and everything below it, and matching ignores case.
 //   - limits: per oracle container (wall clock enforced by SIGKILL of the
 //     container, memory without swap, processes, /tmp size), and the
-//     largest diff the gate reads (diff_bytes, at most MaxDiffBytes) and
-//     its most file sections (diff_files, at most MaxDiffFiles). A
-//     container never gets more processes than one per 4 MiB of its
-//     memory, whatever pids says: a forked Python process costs about
-//     1 MiB, so a fork bomb meets the pids limit with most of the memory
-//     to spare, and its outcome cannot depend on which limit wins a race.
+//     largest diff the gate reads (diff_bytes, at most
+//     diffgate.MaxDiffBytes) and its most file sections (diff_files, at
+//     most diffgate.MaxDiffFiles). A container never gets more processes
+//     than one per 4 MiB of its memory, whatever pids says: a forked Python
+//     process costs about 1 MiB, so a fork bomb meets the pids limit with
+//     most of the memory to spare, and its outcome cannot depend on which
+//     limit wins a race.
 //   - env: extra deterministic variables the repository's tests need. Names
 //     are upper case; the oracle's own variables and everything that steers
 //     the interpreter, pytest, git or the loader (PYTHON*, PYTEST*, LD_*,
@@ -66,21 +67,22 @@
 //
 // # The diff gate
 //
-// Gate.Filter parses the agent's unified diff (git's format, with new,
-// deleted, renamed and copied files, mode changes, quoted names and binary
-// markers; plain "---"/"+++" diffs too) and drops every file section that
-// is a binary patch, creates or changes a symbolic link or gitlink, touches a
-// file of either suite, touches a path a deny glob matches or touches a path
-// no allow glob matches. Every name must also pass the firewall's name rules.
-// Dropped hunks are recorded with their path and rule
-// (schema.DroppedHunk): all of them are counted, the first 4096 are kept
-// in Filtered and the log, and a verdict lists the first 256, paths cut
-// to 256 characters, with the total and the counts of the most frequent
-// rules in its reason when it does not list them all, so that the largest
-// diff the gate accepts still gives a verdict far below schema.MaxSize.
-// The kept sections are passed on byte for byte; their digest is the
-// verdict's Compat.AppliedDiffSHA256, while the submission digest is of the
-// diff as received. A diff the gate cannot parse is a FAIL
+// The gate is package diffgate; Task.Gate configures it for a task.
+// diffgate.Gate.Filter parses the agent's unified diff (git's format, with
+// new, deleted, renamed and copied files, mode changes, quoted names and
+// binary markers; plain "---"/"+++" diffs too) and drops every file section
+// that is a binary patch, creates or changes a symbolic link or gitlink,
+// touches a file of either suite, touches a path a deny glob matches or
+// touches a path no allow glob matches. Every name must also pass the
+// firewall's name rules. Dropped hunks are recorded with their path and
+// rule (schema.DroppedHunk): all of them are counted, the first 4096 are
+// kept in diffgate.Filtered and the log, and a verdict lists the first 256,
+// paths cut to 256 characters, with the total and the counts of the most
+// frequent rules in its reason when it does not list them all, so that the
+// largest diff the gate accepts still gives a verdict far below
+// schema.MaxSize. The kept sections are passed on byte for byte; their
+// digest is the verdict's Compat.AppliedDiffSHA256, while the submission
+// digest is of the diff as received. A diff the gate cannot parse is a FAIL
 // (rejected_artifact, decided by diff_gate), never an ERROR, and so is one
 // over the task's limits: its size is checked before the diff is parsed and
 // its number of file sections as the parser meets them, before any path is
@@ -161,8 +163,8 @@
 // Tests are selected by node id, so nothing else runs; pytest then stops
 // the whole run when a module cannot be collected, and the tests it did
 // not reach are recorded as missing ("not run"). The JUnit report is
-// copied out through the firewall and parsed on the host, bounded and
-// strictly (UTF-8, no DTD, only pytest's elements). Every
+// copied out through the firewall and parsed on the host by package junit,
+// bounded and strictly (UTF-8, no DTD, only pytest's elements). Every
 // expected node id must appear exactly once and have passed: a failure, an
 // error, a skip, an xfail or strict xpass, a collection error or skip of its
 // module, or absence fail the test, with flags (import_error — also for a

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strictgrade/strictgrade/compat/diffgate"
+	"github.com/strictgrade/strictgrade/compat/junit"
 	"github.com/strictgrade/strictgrade/grading"
 	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/sandboxtest"
@@ -132,8 +134,8 @@ func junitFor(ids []string, failed map[string]bool, extra ...string) string {
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">`)
 	for _, id := range append(append([]string(nil), ids...), extra...) {
-		k := keyOf(id)
-		fmt.Fprintf(&b, `<testcase classname="%s" name="%s" time="0.001">`, k.classname, k.name)
+		k := junit.KeyOf(id)
+		fmt.Fprintf(&b, `<testcase classname="%s" name="%s" time="0.001">`, k.Classname, k.Name)
 		if failed[id] {
 			b.WriteString(`<failure message="assert 1 == 2">boom</failure>`)
 		}
@@ -404,12 +406,12 @@ func bigDrop() string {
 	c := strings.Repeat("é", 125) // 250 bytes: a path component may have 255
 	long := func(i int, name string) string { return fmt.Sprintf("docs/%04d/%s/%s/%s/%s/%s", i, c, c, c, c, name) }
 	var b strings.Builder
-	for i := range DefaultDiffFiles - 2 {
+	for i := range diffgate.DefaultDiffFiles - 2 {
 		if i == 400 {
 			p := long(i, "setup.py")
 			b.WriteString("diff --git a/" + p + " b/" + p + "\n--- a/" + p + "\n+++ b/" + p + "\n")
-			rest := (DefaultDiffFiles-3-i)*len(newFile(long(i, "a.md"))) + len(modifyCore)
-			for b.Len()+20 <= DefaultDiffBytes-rest {
+			rest := (diffgate.DefaultDiffFiles-3-i)*len(newFile(long(i, "a.md"))) + len(modifyCore)
+			for b.Len()+20 <= diffgate.DefaultDiffBytes-rest {
 				b.WriteString("@@ -1 +1 @@\n-a\n+b\n")
 			}
 			continue
@@ -429,7 +431,7 @@ func TestDroppedHunksInVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	diff := []byte(bigDrop())
-	if len(diff) > DefaultDiffBytes {
+	if len(diff) > diffgate.DefaultDiffBytes {
 		t.Fatalf("the diff is %d bytes", len(diff))
 	}
 	S, H := tk.ExistingIDs, tk.HiddenIDs
@@ -460,7 +462,7 @@ func TestDroppedHunksInVerdict(t *testing.T) {
 			if f == nil {
 				t.Fatalf("the gate refused the diff: %s", v.Reason)
 			}
-			if f.Sections != DefaultDiffFiles-1 || f.DroppedTotal < 50_000 || len(v.Compat.DroppedHunks) != maxVerdictHunks {
+			if f.Sections != diffgate.DefaultDiffFiles-1 || f.DroppedTotal < 50_000 || len(v.Compat.DroppedHunks) != maxVerdictHunks {
 				t.Fatalf("sections %d, dropped %d, in the verdict %d", f.Sections, f.DroppedTotal, len(v.Compat.DroppedHunks))
 			}
 			for _, d := range v.Compat.DroppedHunks {
@@ -469,7 +471,7 @@ func TestDroppedHunksInVerdict(t *testing.T) {
 				}
 			}
 			note := fmt.Sprintf("the diff gate dropped %d hunks (denylist:setup.py %d, not_allowlisted %d); the verdict lists the first %d",
-				f.DroppedTotal, f.DroppedByRule["denylist:setup.py"], DefaultDiffFiles-3, maxVerdictHunks)
+				f.DroppedTotal, f.DroppedByRule["denylist:setup.py"], diffgate.DefaultDiffFiles-3, maxVerdictHunks)
 			if !strings.HasSuffix(v.Reason, note) {
 				t.Fatalf("reason %q does not end with %q", v.Reason, note)
 			}
@@ -514,8 +516,8 @@ func TestCaseReasonsBounded(t *testing.T) {
 		var b strings.Builder
 		b.WriteString(`<testsuites><testsuite name="pytest">`)
 		for _, id := range ids {
-			k := keyOf(id)
-			fmt.Fprintf(&b, `<testcase classname="%s" name="%s"><failure message="%s"/></testcase>`, k.classname, k.name, message)
+			k := junit.KeyOf(id)
+			fmt.Fprintf(&b, `<testcase classname="%s" name="%s"><failure message="%s"/></testcase>`, k.Classname, k.Name, message)
 		}
 		b.WriteString(`</testsuite></testsuites>`)
 		return collected(1, map[string]string{"report.xml": b.String()})
@@ -537,4 +539,22 @@ func TestCaseReasonsBounded(t *testing.T) {
 	if len(data) > schema.MaxSize*3/4 {
 		t.Fatalf("a verdict of %d bytes leaves little room", len(data))
 	}
+}
+
+// modifyCore is a diff the textkit task's gate keeps whole.
+const modifyCore = `diff --git a/textkit/core.py b/textkit/core.py
+index 9e7c120..962e910 100644
+--- a/textkit/core.py
++++ b/textkit/core.py
+@@ -1,3 +1,3 @@
+ import re
+-x = 1
++x = 2
+ y = 3
+`
+
+// newFile is a git section adding path with one line.
+func newFile(path string) string {
+	return "diff --git a/" + path + " b/" + path + "\nnew file mode 100644\nindex 0000000..e69de29\n--- /dev/null\n+++ b/" + path +
+		"\n@@ -0,0 +1 @@\n+pass\n"
 }

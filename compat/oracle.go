@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/strictgrade/strictgrade/compat/diffgate"
+	"github.com/strictgrade/strictgrade/compat/junit"
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/grading"
 	"github.com/strictgrade/strictgrade/sandbox"
@@ -85,7 +87,7 @@ type Outcome struct {
 	Log []Entry
 	// Filtered is the diff gate's output (Grade only; nil when the diff
 	// was malformed).
-	Filtered *Filtered
+	Filtered *diffgate.Filtered
 }
 
 // Fit reports whether a baseline Outcome found the task fit: the hidden
@@ -149,7 +151,7 @@ type grader struct {
 	mode     schema.CompatMode
 	start    time.Time
 	subm     schema.Submission
-	filtered *Filtered
+	filtered *diffgate.Filtered
 	inputs   string // the inputs volume
 	imageID  string
 	timings  schema.Timings
@@ -249,7 +251,7 @@ const (
 	maxVerdictRule  = 256
 )
 
-func verdictHunks(f *Filtered) []schema.DroppedHunk {
+func verdictHunks(f *diffgate.Filtered) []schema.DroppedHunk {
 	n := min(len(f.Dropped), maxVerdictHunks)
 	out := make([]schema.DroppedHunk, n)
 	for i, d := range f.Dropped[:n] {
@@ -261,7 +263,7 @@ func verdictHunks(f *Filtered) []schema.DroppedHunk {
 // omitted describes the dropped hunks a verdict does not list, or is
 // empty when it lists them all: the total and the count of the most
 // frequent rules.
-func omitted(f *Filtered) string {
+func omitted(f *diffgate.Filtered) string {
 	if f == nil || f.DroppedTotal <= maxVerdictHunks {
 		return ""
 	}
@@ -297,7 +299,7 @@ const maxLoggedDrops = 1000
 
 // logDropped lists the dropped hunks Filtered recorded in the log, one
 // entry per run of hunks with the same path and rule.
-func (g *grader) logDropped(f *Filtered) {
+func (g *grader) logDropped(f *diffgate.Filtered) {
 	logged := 0
 	for i := 0; i < len(f.Dropped); {
 		j := i + 1
@@ -351,7 +353,7 @@ func (g *grader) final(ctx context.Context) (*schema.Verdict, error) {
 	setup := time.Now()
 	f, err := g.t.Gate().Filter(g.req.Diff)
 	if err != nil {
-		if errors.Is(err, ErrDiff) {
+		if errors.Is(err, diffgate.ErrDiff) {
 			g.event("gate", "diff rejected", "error", err.Error())
 			g.timings.SetupMS = time.Since(setup).Milliseconds()
 			return g.failEarly(schema.ReasonRejectedArtifact, DecidedByDiffGate, err.Error()), nil
@@ -424,7 +426,7 @@ func (g *grader) cleanup(ctx context.Context) {
 // setup creates the inputs volume (bundle, hidden tests, plan, runner,
 // judge-owned pytest configuration and, in final mode, the filtered diff)
 // and the empty work volume.
-func (g *grader) setup(ctx context.Context, f *Filtered) (work string, err error) {
+func (g *grader) setup(ctx context.Context, f *diffgate.Filtered) (work string, err error) {
 	inputs, err := g.newVolume(ctx, "oracle-inputs")
 	if err != nil {
 		return "", err
@@ -478,7 +480,7 @@ type plan struct {
 
 // writeInputs writes the inputs archive: the bundle and the hidden files
 // out of the task's canonical archive, then the generated files.
-func (g *grader) writeInputs(w io.Writer, taskArchive io.Reader, f *Filtered) error {
+func (g *grader) writeInputs(w io.Writer, taskArchive io.Reader, f *diffgate.Filtered) error {
 	tw := tar.NewWriter(w)
 	tr := tar.NewReader(taskArchive)
 	hiddenPrefix := g.t.Spec.Hidden.Dir + "/"
@@ -642,7 +644,7 @@ func outDir(size, inodes int64) *sandbox.StreamOut {
 }
 
 // outPolicy bounds what a container leaves in its output directory.
-var outPolicy = firewall.Policy{MaxEntries: 1000, MaxFileBytes: maxReportBytes, MaxTotalBytes: 64 << 20}
+var outPolicy = firewall.Policy{MaxEntries: 1000, MaxFileBytes: junit.MaxReportBytes, MaxTotalBytes: 64 << 20}
 
 // prepared is prepare.py's report.
 type prepared struct {
@@ -800,7 +802,7 @@ type run struct {
 	res     *sandbox.Result
 	refused error // the container's output was refused by the firewall
 	repErr  error // the report exists but cannot be read
-	result  suiteResult
+	result  junit.Result
 }
 
 // suites runs the existing suite (when it has tests) and then the hidden
@@ -831,7 +833,7 @@ func (g *grader) suites(ctx context.Context, work string, hiddenRuns int) ([]*ru
 // The output directory of a test run: room for the largest report the
 // host reads and some, and as many files as outPolicy lets through.
 const (
-	testOutBytes  = 2 * maxReportBytes
+	testOutBytes  = 2 * junit.MaxReportBytes
 	testOutInodes = 1024
 )
 
@@ -848,7 +850,7 @@ func (g *grader) runSuite(ctx context.Context, work string, suite schema.Suite, 
 		// Candidate code ran in the container: what it left is its doing.
 		r.refused = err
 		g.event(label, "output refused", "error", err.Error())
-		r.result = classify(nil, ids, "no report: the container's output was refused")
+		r.result = junit.Classify(nil, ids, "no report: the container's output was refused")
 		return r, nil
 	}
 	if err != nil {
@@ -861,25 +863,25 @@ func (g *grader) runSuite(ctx context.Context, work string, suite schema.Suite, 
 	g.event(label, "pytest exited", "exit", string(r.exit()), "code", res.Code, "ms", res.Duration.Milliseconds(),
 		"output_head", head(res.Stderr, 1024), "output_tail", tail(res.Stderr, 2048), "output_bytes", len(res.Stderr),
 		"output_truncated", res.StderrTruncated)
-	data, ok, err := fileFrom(res.Collected[OutDir].Archive, "out/report.xml", maxReportBytes)
-	var rep *report
+	data, ok, err := fileFrom(res.Collected[OutDir].Archive, "out/report.xml", junit.MaxReportBytes)
+	var rep *junit.Report
 	switch {
 	case err != nil:
 		r.repErr = err
 	case ok:
-		rep, r.repErr = parseReport(data)
+		rep, r.repErr = junit.Parse(data)
 	}
 	noReport := fmt.Sprintf("no report: pytest %s with code %d", r.exit(), res.Code)
 	if r.repErr != nil {
 		noReport = "report unreadable: " + r.repErr.Error()
 	}
-	r.result = classify(rep, ids, noReport)
+	r.result = junit.Classify(rep, ids, noReport)
 	counts := map[string]int{}
 	for _, id := range ids {
-		counts[r.result.outcomes[id].kind.String()]++
+		counts[r.result.Outcomes[id].Kind.String()]++
 	}
 	g.event(label, "report read", "report", ok, "error", errString(r.repErr), "counts", counts,
-		"extra", r.result.extra, "duplicates", r.result.duplicates, "collection_problems", r.result.collectProblems)
+		"extra", r.result.Extra, "duplicates", r.result.Duplicates, "collection_problems", r.result.CollectProblems)
 	return r, nil
 }
 

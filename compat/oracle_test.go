@@ -18,6 +18,7 @@ import (
 
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/compat"
+	"github.com/strictgrade/strictgrade/compat/diffgate"
 	"github.com/strictgrade/strictgrade/grading"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
@@ -485,13 +486,13 @@ func TestAttacks(t *testing.T) {
 			want: schema.OutcomeFail, code: schema.ReasonWrongAnswer, dropped: schema.DroppedHunk{Path: "conftest.py", Rule: "denylist:conftest.py"}},
 		{name: "V3.2 plant the hidden test file", diff: func(*testing.T) string {
 			return addFile("tests/test_slugify_hidden.py", "def test_collapses_runs_of_separators():\n    pass\n")
-		}, want: schema.OutcomeFail, code: schema.ReasonWrongAnswer, dropped: schema.DroppedHunk{Path: "tests/test_slugify_hidden.py", Rule: compat.RuleHiddenTest}},
+		}, want: schema.OutcomeFail, code: schema.ReasonWrongAnswer, dropped: schema.DroppedHunk{Path: "tests/test_slugify_hidden.py", Rule: diffgate.RuleHiddenTest}},
 		{name: "V3.1 weaken an existing test", diff: func(t *testing.T) string {
 			old := baseFile(t, "tests/test_core.py")
 			return replaceFile("tests/test_core.py", old, strings.ReplaceAll(old, "assert ", "assert True or "))
-		}, want: schema.OutcomeFail, code: schema.ReasonWrongAnswer, dropped: schema.DroppedHunk{Path: "tests/test_core.py", Rule: compat.RuleExistingTest}},
+		}, want: schema.OutcomeFail, code: schema.ReasonWrongAnswer, dropped: schema.DroppedHunk{Path: "tests/test_core.py", Rule: diffgate.RuleExistingTest}},
 		{name: "V3.1 delete an existing test", diff: func(t *testing.T) string { return deleteFile("tests/test_core.py", baseFile(t, "tests/test_core.py")) },
-			want: schema.OutcomeFail, code: schema.ReasonWrongAnswer, dropped: schema.DroppedHunk{Path: "tests/test_core.py", Rule: compat.RuleExistingTest}},
+			want: schema.OutcomeFail, code: schema.ReasonWrongAnswer, dropped: schema.DroppedHunk{Path: "tests/test_core.py", Rule: diffgate.RuleExistingTest}},
 		{name: "V3.3 pytest.ini deselects", diff: func(*testing.T) string {
 			return addFile("pytest.ini", "[pytest]\naddopts = -k \"not hidden\" -p no:junitxml\n")
 		}, want: schema.OutcomeFail, code: schema.ReasonWrongAnswer, dropped: schema.DroppedHunk{Path: "pytest.ini", Rule: "denylist:pytest.ini"}},
@@ -748,7 +749,7 @@ func TestPrepareFaults(t *testing.T) {
 			// Their list alone is larger than the report may be: the
 			// report names a few and counts the rest, and the grade goes on.
 			name:   "thirty thousand files",
-			limits: map[string]any{"wall_seconds": 60, "memory_mb": 512, "diff_bytes": compat.MaxDiffBytes, "diff_files": 30_000},
+			limits: map[string]any{"wall_seconds": 60, "memory_mb": 512, "diff_bytes": diffgate.MaxDiffBytes, "diff_files": 30_000},
 			diff:   func() string { return manyFiles(30_000) },
 			code:   schema.ReasonWrongAnswer, decidedBy: schema.DecidedByJUnit,
 			logged: map[string]any{"changed_count": 30_000},
@@ -822,22 +823,22 @@ func TestDiffBounds(t *testing.T) {
 		{
 			name: "over the size limit",
 			diff: func(t *testing.T) string {
-				return string(readDiff(t, "honest")) + strings.Repeat("#", compat.DefaultDiffBytes)
+				return string(readDiff(t, "honest")) + strings.Repeat("#", diffgate.DefaultDiffBytes)
 			},
 			code:   schema.ReasonRejectedArtifact,
-			reason: "compat: diff refused: too large: the diff is",
+			reason: "diffgate: diff refused: too large: the diff is",
 		},
 		{
 			name: "over the file-section limit",
 			diff: func(t *testing.T) string {
 				var b strings.Builder
-				for i := range compat.DefaultDiffFiles {
+				for i := range diffgate.DefaultDiffFiles {
 					b.WriteString(addFile(fmt.Sprintf("docs/%d.md", i), "x\n"))
 				}
 				return b.String() + string(readDiff(t, "honest"))
 			},
 			code:   schema.ReasonRejectedArtifact,
-			reason: "compat: diff refused: too large: the diff has more than 1000 file sections",
+			reason: "diffgate: diff refused: too large: the diff has more than 1000 file sections",
 		},
 	}
 	for _, tt := range tests {

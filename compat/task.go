@@ -18,6 +18,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/strictgrade/strictgrade/compat/diffgate"
+	"github.com/strictgrade/strictgrade/compat/junit"
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/tarball"
 	"github.com/strictgrade/strictgrade/schema"
@@ -84,14 +86,14 @@ type Limits struct {
 	PIDs        int64 `json:"pids,omitempty"`
 	TmpfsMB     int64 `json:"tmpfs_mb,omitempty"`
 	// DiffBytes and DiffFiles bound the agent's diff: its size in bytes
-	// and its number of file sections (see Gate).
+	// and its number of file sections (see diffgate.Gate).
 	DiffBytes int `json:"diff_bytes,omitempty"`
 	DiffFiles int `json:"diff_files,omitempty"`
 }
 
 // DefaultLimits fill the zero fields of a spec's limits.
 var DefaultLimits = Limits{WallSeconds: 120, MemoryMB: 1024, PIDs: 256, TmpfsMB: 256,
-	DiffBytes: DefaultDiffBytes, DiffFiles: DefaultDiffFiles}
+	DiffBytes: diffgate.DefaultDiffBytes, DiffFiles: diffgate.DefaultDiffFiles}
 
 // Task is a loaded, validated compat task.
 type Task struct {
@@ -225,9 +227,9 @@ func ParseSpec(data []byte) (*Spec, error) {
 	s.Limits = s.Limits.withDefaults()
 	if l := s.Limits; l.WallSeconds < 1 || l.WallSeconds > 7200 || l.MemoryMB < 64 || l.MemoryMB > 16384 ||
 		l.PIDs < 16 || l.PIDs > 4096 || l.TmpfsMB < 16 || l.TmpfsMB > 4096 ||
-		l.DiffBytes < 1024 || l.DiffBytes > MaxDiffBytes || l.DiffFiles < 1 || l.DiffFiles > MaxDiffFiles {
+		l.DiffBytes < 1024 || l.DiffBytes > diffgate.MaxDiffBytes || l.DiffFiles < 1 || l.DiffFiles > diffgate.MaxDiffFiles {
 		bad("limits out of range (wall_seconds 1-7200, memory_mb 64-16384, pids 16-4096, tmpfs_mb 16-4096, diff_bytes 1024-%d, diff_files 1-%d)",
-			MaxDiffBytes, MaxDiffFiles)
+			diffgate.MaxDiffBytes, diffgate.MaxDiffFiles)
 	}
 	if len(s.Env) > maxEnv {
 		bad("env has more than %d variables", maxEnv)
@@ -406,17 +408,17 @@ func (t *Task) Description() ([]byte, error) {
 // Gate returns the diff gate of the task: its allowlist, the default
 // denylist followed by the task's own, the paths of both suites' test
 // files, which no diff may touch, and its diff limits.
-func (t *Task) Gate() Gate {
-	g := Gate{Allow: slices.Clone(t.Spec.Allow), Deny: append(slices.Clone(DefaultDeny), t.Spec.Deny...),
+func (t *Task) Gate() diffgate.Gate {
+	g := diffgate.Gate{Allow: slices.Clone(t.Spec.Allow), Deny: append(slices.Clone(diffgate.DefaultDeny), t.Spec.Deny...),
 		MaxBytes: t.Spec.Limits.DiffBytes, MaxFiles: t.Spec.Limits.DiffFiles}
 	for _, f := range t.HiddenFiles {
-		g.Protected = append(g.Protected, Protected{Path: f, Rule: RuleHiddenTest})
+		g.Protected = append(g.Protected, diffgate.Protected{Path: f, Rule: diffgate.RuleHiddenTest})
 	}
 	seen := map[string]bool{}
 	for _, id := range t.ExistingIDs {
 		if f := idFile(id); !seen[f] {
 			seen[f] = true
-			g.Protected = append(g.Protected, Protected{Path: f, Rule: RuleExistingTest})
+			g.Protected = append(g.Protected, diffgate.Protected{Path: f, Rule: diffgate.RuleExistingTest})
 		}
 	}
 	return g
@@ -541,7 +543,7 @@ func checkIDs(ids []string) ([]string, error) {
 		return nil, fmt.Errorf("more than %d tests", maxTests)
 	}
 	seen := make(map[string]bool, len(ids))
-	keys := make(map[junitKey]string, len(ids))
+	keys := make(map[junit.Key]string, len(ids))
 	total := 0
 	for i, id := range ids {
 		// The ids become pytest's command line, which the kernel bounds.
@@ -555,7 +557,7 @@ func checkIDs(ids []string) ([]string, error) {
 			return nil, fmt.Errorf("entry %d: %s is listed twice", i+1, id)
 		}
 		seen[id] = true
-		k := keyOf(id)
+		k := junit.KeyOf(id)
 		if other, dup := keys[k]; dup {
 			return nil, fmt.Errorf("entry %d: %s and %s have the same JUnit name", i+1, id, other)
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/strictgrade/strictgrade/compat/diffgate"
 )
 
 var exampleTask = filepath.Join("..", "examples", "compat-textkit", "task")
@@ -41,7 +43,7 @@ func TestLoadExample(t *testing.T) {
 		t.Fatalf("description: %v", err)
 	}
 	g := tk.Gate()
-	if len(g.Protected) != 2 || g.Protected[0].Rule != RuleHiddenTest || g.Protected[1].Rule != RuleExistingTest {
+	if len(g.Protected) != 2 || g.Protected[0].Rule != diffgate.RuleHiddenTest || g.Protected[1].Rule != diffgate.RuleExistingTest {
 		t.Fatalf("protected %v", g.Protected)
 	}
 }

@@ -15,9 +15,10 @@
 //   - tokens: the sequences of white-space-separated tokens are equal.
 //   - numbers: the tokens are numbers, equal within abs_tol or rel_tol; NaN
 //     equals nothing unless allow_nan is set.
-//   - json: semantic JSON equality, compared with go-cmp: object key order
-//     never matters, numbers compare by value (1 equals 1.0) or within the
-//     tolerance, arrays optionally as multisets (unordered_arrays).
+//   - json: semantic JSON equality: object key order never matters,
+//     numbers compare by value (1 equals 1.0) or within the tolerance,
+//     arrays optionally as multisets (unordered_arrays). The first
+//     difference is the first in index and key byte order.
 //   - unordered_lines: the multisets of lines are equal.
 //   - csv: rows and cells equal, numeric cells by value or within the
 //     tolerance, an optional header row compared exactly.

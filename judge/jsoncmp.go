@@ -8,12 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-
-	gocmp "github.com/google/go-cmp/cmp"
 )
 
 // Bounds of the search for a pairing of unordered arrays under a tolerance
@@ -38,59 +35,178 @@ func compareJSONBytes(c Comparator, got, want []byte) (*finding, error) {
 	return compareJSONValues(c, gv, wv), nil
 }
 
-// compareJSONValues compares two values from parseJSON with go-cmp and
-// returns nil or the first difference, located by its JSON path.
+// compareJSONValues compares two values from parseJSON and returns nil or
+// the first difference, located by its JSON path (see jsonCmp.diff for
+// which difference is first).
+//
+// Every function here recurses once per level of nesting, so the nesting
+// is checked first: parseJSON never yields more than MaxJSONDepth levels,
+// and a value from elsewhere that has more is refused, without being
+// compared, rather than allowed to run the judge out of stack.
 func compareJSONValues(c Comparator, got, want any) *finding {
+	if nestedDeeper(got, MaxJSONDepth) || nestedDeeper(want, MaxJSONDepth) {
+		return differsAt("$", fmt.Sprintf("$: values nested deeper than %d levels are not compared", MaxJSONDepth))
+	}
 	j := &jsonCmp{tol: c.tolerance(), unordered: c.UnorderedArrays}
-	r := &diffReporter{j: j}
-	if gocmp.Equal(got, want, j.options(), gocmp.Reporter(r)) {
-		return nil
-	}
-	if r.found == nil {
-		return differsAt("$", "$: values differ") // unreachable: go-cmp reports every difference
-	}
-	return r.found
+	return j.diff(&jsonPath{}, got, want)
 }
 
-// jsonCmp holds the go-cmp options of one json comparison. Every function
-// it hands to go-cmp is pure, symmetric and deterministic, as go-cmp
-// requires (and checks, by calling some of them twice with the arguments
-// swapped).
+// nestedDeeper reports whether v nests arrays and objects more than limit
+// levels deep, counting v itself as a level as parseJSON does. It stops at
+// the first container beyond the limit, so it never recurses deeper than
+// limit+1 levels.
+func nestedDeeper(v any, limit int) bool {
+	switch t := v.(type) {
+	case []any:
+		if limit == 0 {
+			return true
+		}
+		for _, e := range t {
+			if nestedDeeper(e, limit-1) {
+				return true
+			}
+		}
+	case map[string]any:
+		if limit == 0 {
+			return true
+		}
+		for _, e := range t {
+			if nestedDeeper(e, limit-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// jsonCmp is the configuration of one json comparison.
 type jsonCmp struct {
 	tol       tolerance
 	unordered bool
 }
 
-// options returns the go-cmp options.
+// jsonPath is the path from the root to the value jsonCmp.diff is at, in
+// both renderings: detailed names object members by key, digest by the
+// rank of the key among the object's keys in byte order, from 0 (.#2 is
+// the member with the third smallest key), so that it quotes nothing.
+// Array elements are [i] in both.
+type jsonPath struct {
+	detailed, digest []string
+}
+
+func (p *jsonPath) push(detailed, digest string) {
+	p.detailed, p.digest = append(p.detailed, detailed), append(p.digest, digest)
+}
+
+func (p *jsonPath) pop() {
+	p.detailed, p.digest = p.detailed[:len(p.detailed)-1], p.digest[:len(p.digest)-1]
+}
+
+// differs is the finding for the value at p. The digest path may point
+// further into the candidate's value (at: an unmatched element of an
+// unordered array); the detailed reason says that in why.
+func (p *jsonPath) differs(why string, at ...string) *finding {
+	digest := append(slices.Clip(p.digest), at...)
+	return differsAt(joinPath(digest), joinPath(p.detailed)+": "+why)
+}
+
+// diff returns the first difference between got (the candidate's value)
+// and want at path p, or nil. Its explanation may state want's type and
+// length, never its content: not even a key of an expected object.
 //
-// Containers never reach go-cmp's own slice and map comparison. Its slice
-// comparison runs an edit-script search that is deliberately unstable (it
-// picks a direction at random) and compares elements twice, which costs
-// time exponential in the nesting depth; its map comparison sorts keys by
-// reflection, O(n log² n). Instead, containers whose shapes differ (arrays
-// of different lengths, objects with different key sets) are unequal
-// outright, and the others are transformed into balanced binary trees in
-// index or key order, which go-cmp walks in that order in linear time and
-// logarithmic depth. Unordered arrays are decided by jsonCmp.bag.
-func (j *jsonCmp) options() gocmp.Options {
-	opts := gocmp.Options{
-		gocmp.Comparer(j.numbersEqual),
-		gocmp.FilterValues(func(x, y map[string]any) bool { return !sameKeys(x, y) },
-			gocmp.Comparer(func(x, y map[string]any) bool { return false })),
-		gocmp.FilterValues(sameKeys, gocmp.Transformer("members", members)),
+// The walk is depth first; it descends into arrays element by element in
+// index order, and into objects member by member in byte order of their
+// keys (slices.Sort), so the first difference is the first in that order:
+// $.a.x before $.b, $[1][5] before $[2]. It descends only where the
+// shapes agree. Values of different JSON types, ordered arrays of
+// different lengths and objects with different key sets differ as a whole,
+// and an unordered array is decided as a whole by bag (a pairing has no
+// "first" element to descend into), so its finding is the array's, with
+// the digest path pointing at the candidate element bag names. The walk
+// visits each value once, and sorts each object's keys once; the only
+// superlinear work is bag's, which bounds its own.
+func (j *jsonCmp) diff(p *jsonPath, got, want any) *finding {
+	if gt, wt := jsonType(got), jsonType(want); gt != wt {
+		return p.differs(fmt.Sprintf("got %s, want %s %s", describe(got), article(wt), wt))
 	}
-	if j.unordered {
-		return append(opts, gocmp.Comparer(func(x, y []any) bool {
-			ok, _, _ := j.bag(x, y, true)
-			return ok
-		}))
+	switch g := got.(type) {
+	case nil:
+		return nil
+	case bool:
+		if g == want.(bool) {
+			return nil
+		}
+	case string:
+		if g == want.(string) {
+			return nil
+		}
+	case json.Number:
+		if j.numbersEqual(g, want.(json.Number)) {
+			return nil
+		}
+		return p.differs(j.tol.mismatch(jsonNumber(g)))
+	case []any:
+		w := want.([]any)
+		if j.unordered {
+			eq, i, why := j.bag(g, w, true)
+			switch {
+			case eq:
+				return nil
+			case i >= 0:
+				return p.differs(why, "["+strconv.Itoa(i)+"]")
+			}
+			return p.differs(why)
+		}
+		if len(g) != len(w) {
+			return p.differs(fmt.Sprintf("got an array of %s, want %d", plural(len(g), "element"), len(w)))
+		}
+		for i := range g {
+			seg := "[" + strconv.Itoa(i) + "]"
+			p.push(seg, seg)
+			if f := j.diff(p, g[i], w[i]); f != nil {
+				return f
+			}
+			p.pop()
+		}
+		return nil
+	case map[string]any:
+		w := want.(map[string]any)
+		if why := keysDiffer(g, w); why != "" {
+			return p.differs(why)
+		}
+		for rank, k := range sortedKeys(g) {
+			p.push(keySegment(k), ".#"+strconv.Itoa(rank))
+			if f := j.diff(p, g[k], w[k]); f != nil {
+				return f
+			}
+			p.pop()
+		}
+		return nil
 	}
-	return append(opts,
-		gocmp.FilterValues(func(x, y []any) bool { return len(x) != len(y) },
-			gocmp.Comparer(func(x, y []any) bool { return false })),
-		gocmp.FilterValues(func(x, y []any) bool { return len(x) == len(y) },
-			gocmp.Transformer("elements", elements)),
-	)
+	// A bool or string that differs; or a type parseJSON never produces,
+	// which equals nothing.
+	return p.differs("got " + describe(got))
+}
+
+// keysDiffer explains why two objects do not have the same keys, or
+// returns "". A missing key is reported first, without naming it (that
+// would quote the expected object), and otherwise the unexpected key that
+// is smallest in byte order.
+func keysDiffer(got, want map[string]any) string {
+	if sameKeys(got, want) {
+		return ""
+	}
+	for k := range want {
+		if _, ok := got[k]; !ok {
+			return "lacks a key the expected object has"
+		}
+	}
+	for _, k := range sortedKeys(got) {
+		if _, ok := want[k]; !ok {
+			return "unexpected key " + quoteString(k)
+		}
+	}
+	return "" // unreachable: the key sets differ
 }
 
 // sameKeys reports whether two objects have the same keys.
@@ -106,58 +222,11 @@ func sameKeys(x, y map[string]any) bool {
 	return true
 }
 
-// elemTree is an array as go-cmp sees it: a balanced binary tree whose
-// in-order walk (L, then V, then R) visits the elements by index. Two
-// arrays of one length give trees of one shape.
-type elemTree struct {
-	L     *elemTree
-	Index int
-	V     any
-	R     *elemTree
-}
-
-func elements(a []any) *elemTree {
-	var build func(lo, hi int) *elemTree
-	build = func(lo, hi int) *elemTree {
-		if lo >= hi {
-			return nil
-		}
-		mid := int(uint(lo+hi) >> 1)
-		return &elemTree{L: build(lo, mid), Index: mid, V: a[mid], R: build(mid+1, hi)}
-	}
-	return build(0, len(a))
-}
-
-// memberTree is an object as go-cmp sees it: a balanced binary tree of its
-// members in key order, each with the rank of its key in that order. Two
-// objects with the same keys give trees of one shape.
-type memberTree struct {
-	L    *memberTree
-	Key  string
-	Rank int
-	V    any
-	R    *memberTree
-}
-
-func members(m map[string]any) *memberTree {
-	keys := sortedKeys(m)
-	var build func(lo, hi int) *memberTree
-	build = func(lo, hi int) *memberTree {
-		if lo >= hi {
-			return nil
-		}
-		mid := int(uint(lo+hi) >> 1)
-		return &memberTree{L: build(lo, mid), Key: keys[mid], Rank: mid, V: m[keys[mid]], R: build(mid+1, hi)}
-	}
-	return build(0, len(keys))
-}
-
-// equal is the equality the go-cmp options define, for the comparisons
-// between elements that jsonCmp.bag makes. It does not call go-cmp: a
-// nested go-cmp comparison re-checks its first comparer call by calling it
-// twice, which would double the work at every level of nesting. Nested
-// unordered arrays are paired in sorted order only (matching off), which
-// bounds the work of an exhaustive pairing to one level.
+// equal is the equality jsonCmp.diff decides, without a finding, for the
+// comparisons between elements that jsonCmp.bag makes; except that the
+// unordered arrays it meets are paired in sorted order only (matching
+// off), which bounds the work of an exhaustive pairing to one level, the
+// outermost arrays that diff hands to bag.
 func (j *jsonCmp) equal(x, y any) bool {
 	switch a := x.(type) {
 	case nil:
@@ -227,8 +296,9 @@ func jsonNumber(n json.Number) number {
 // whenever one exists. If that fails and matching is allowed and the arrays
 // are small enough (maxMatchElements, maxMatchWork), a maximum bipartite
 // matching over all pairs decides exactly. Matching is allowed for the
-// arrays go-cmp reaches, not for arrays nested in their elements (see
-// jsonCmp.equal), so its cost is paid at one level only. Either way an
+// arrays jsonCmp.diff reaches (those inside no other array), not for
+// arrays nested in their elements (see jsonCmp.equal), so its cost is paid
+// at one level only. Either way an
 // accepted pairing is a real one: a bag is never equal unless every
 // candidate element is paired with a distinct expected element it equals.
 func (j *jsonCmp) bag(x, y []any, matching bool) (bool, int, string) {
@@ -464,65 +534,6 @@ func sortedOrder(keys []sortKey) []int {
 	return idx
 }
 
-// diffReporter records the first difference go-cmp reports, located by
-// its JSON path. It must read the path while go-cmp reports, because go-cmp
-// reuses its path steps.
-type diffReporter struct {
-	j     *jsonCmp
-	path  gocmp.Path
-	found *finding
-}
-
-func (r *diffReporter) PushStep(ps gocmp.PathStep) { r.path = append(r.path, ps) }
-
-func (r *diffReporter) PopStep() { r.path = r.path[:len(r.path)-1] }
-
-func (r *diffReporter) Report(rs gocmp.Result) {
-	if rs.Equal() || r.found != nil {
-		return
-	}
-	// The path alternates between the trees made by elements and members:
-	// a V field is the element or member of the tree node just entered.
-	// The detailed path names object members by key (the candidate's key,
-	// which the expected object shares, since members are only compared
-	// between objects with the same keys); the digest path by the rank of
-	// the key among the object's keys in byte order, from 0 (.#2 is the
-	// member with the third smallest key), so that it quotes nothing.
-	var detailed, digest []string
-	var node reflect.Value
-	for _, ps := range r.path {
-		switch s := ps.(type) {
-		case gocmp.Indirect:
-			if vx, _ := s.Values(); vx.IsValid() {
-				node = vx
-			}
-		case gocmp.StructField:
-			if s.Name() != "V" || !node.IsValid() {
-				continue
-			}
-			switch n := node.Interface().(type) {
-			case elemTree:
-				seg := "[" + strconv.Itoa(n.Index) + "]"
-				detailed, digest = append(detailed, seg), append(digest, seg)
-			case memberTree:
-				detailed = append(detailed, keySegment(n.Key))
-				digest = append(digest, ".#"+strconv.Itoa(n.Rank))
-			}
-		}
-	}
-	vx, vy := r.path.Last().Values()
-	// An invalid value is a JSON null at the root.
-	at, why := r.j.explain(valueOf(vx), valueOf(vy))
-	r.found = differsAt(joinPath(append(digest, at...)), joinPath(detailed)+": "+why)
-}
-
-func valueOf(v reflect.Value) any {
-	if !v.IsValid() {
-		return nil
-	}
-	return v.Interface()
-}
-
 // keySegment renders an object key in a detailed JSON path: .name for
 // identifier-like keys, ["..."] (escaped, truncated) for others.
 func keySegment(k string) string {
@@ -562,47 +573,7 @@ func joinPath(segs []string) string {
 	return "$" + strings.Join(segs, "")
 }
 
-// explain describes why the candidate value got differs from want at the
-// place go-cmp reported: path segments that point further into got (an
-// unmatched element of an unordered array), and the detailed explanation.
-// The explanation may state want's type and length, never its content:
-// not even a key of an expected object.
-func (j *jsonCmp) explain(got, want any) (at []string, why string) {
-	if gt, wt := jsonType(got), jsonType(want); gt != wt {
-		return nil, fmt.Sprintf("got %s, want %s %s", describe(got), article(wt), wt)
-	}
-	switch g := got.(type) {
-	case json.Number:
-		return nil, j.tol.mismatch(jsonNumber(g))
-	case []any:
-		w := want.([]any)
-		if j.unordered {
-			if _, i, why := j.bag(g, w, true); why != "" {
-				if i >= 0 {
-					at = []string{"[" + strconv.Itoa(i) + "]"}
-				}
-				return at, why
-			}
-			return nil, "arrays differ"
-		}
-		return nil, fmt.Sprintf("got an array of %s, want %d", plural(len(g), "element"), len(w))
-	case map[string]any:
-		w := want.(map[string]any)
-		for _, k := range sortedKeys(w) {
-			if _, ok := g[k]; !ok {
-				return nil, "lacks a key the expected object has"
-			}
-		}
-		for _, k := range sortedKeys(g) {
-			if _, ok := w[k]; !ok {
-				return nil, "unexpected key " + quoteString(k)
-			}
-		}
-		return nil, "objects differ"
-	}
-	return nil, "got " + describe(got)
-}
-
+// article is the indefinite article for a JSON type name.
 func article(noun string) string {
 	if strings.ContainsRune("aeiou", rune(noun[0])) {
 		return "an"

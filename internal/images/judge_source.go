@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "2e6e977e359809d329c131bfe3a9bfb85365783569177a58dbfd342ec8c334b2"
+const judgeSource = "555cd9aa9933518c03b45c83b89988b26a8f9466783812b371489361f8fb30e7"

@@ -1,4 +1,4 @@
-package compat
+package diffgate
 
 import (
 	"bytes"
@@ -362,7 +362,7 @@ func TestGateZeroValueKeepsNothing(t *testing.T) {
 
 func TestGateExampleDiffs(t *testing.T) {
 	for _, name := range []string{"honest", "wrong", "does-not-apply"} {
-		data, err := os.ReadFile(filepath.Join("..", "examples", "compat-textkit", "diffs", name+".diff"))
+		data, err := os.ReadFile(filepath.Join("..", "..", "examples", "compat-textkit", "diffs", name+".diff"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,7 +377,7 @@ func TestGateExampleDiffs(t *testing.T) {
 }
 
 func FuzzDiffGate(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join("..", "examples", "compat-textkit", "diffs", "*.diff"))
+	seeds, _ := filepath.Glob(filepath.Join("..", "..", "examples", "compat-textkit", "diffs", "*.diff"))
 	for _, s := range seeds {
 		if data, err := os.ReadFile(s); err == nil {
 			f.Add(data)

@@ -1,15 +1,15 @@
-package compat_test
+package diffgate_test
 
 import (
 	"fmt"
 
-	"github.com/strictgrade/strictgrade/compat"
+	"github.com/strictgrade/strictgrade/compat/diffgate"
 )
 
 // The gate keeps the fix and drops the conftest.py that would have
 // rewritten every test report, recording which rule dropped it.
 func ExampleGate_Filter() {
-	gate := compat.Gate{Allow: []string{"textkit/**"}, Deny: compat.DefaultDeny}
+	gate := diffgate.Gate{Allow: []string{"textkit/**"}, Deny: diffgate.DefaultDeny}
 	diff := `diff --git a/conftest.py b/conftest.py
 new file mode 100644
 --- /dev/null
@@ -39,5 +39,5 @@ diff --git a/textkit/core.py b/textkit/core.py
 	// Output:
 	// kept: [textkit/core.py]
 	// dropped: conftest.py by denylist:conftest.py
-	// compat: malformed diff: line 1: hunk outside a file section
+	// diffgate: malformed diff: line 1: hunk outside a file section
 }

@@ -1,4 +1,4 @@
-package compat
+package diffgate
 
 import (
 	"archive/tar"
@@ -21,15 +21,15 @@ import (
 // ErrDiff is wrapped by every error Gate.Filter returns: the diff is
 // malformed, too large or names a path no repository file can have. It is
 // the candidate's doing (a FAIL), never an infrastructure error.
-var ErrDiff = errors.New("compat: diff refused")
+var ErrDiff = errors.New("diffgate: diff refused")
 
 // ErrDiffTooLarge is wrapped by the error for a diff over the gate's size
 // or file-section limit. It matches ErrDiff too.
 var ErrDiffTooLarge = fmt.Errorf("%w: too large", ErrDiff)
 
-// Bounds on the diffs a gate reads. A task may set its own limits (its
-// spec's limits.diff_bytes and limits.diff_files) up to MaxDiffBytes and
-// MaxDiffFiles; the defaults apply otherwise.
+// Bounds on the diffs a gate reads. A compat task may set its own limits
+// (its spec's limits.diff_bytes and limits.diff_files) up to MaxDiffBytes
+// and MaxDiffFiles; the defaults apply otherwise.
 const (
 	DefaultDiffBytes = 4 << 20
 	DefaultDiffFiles = 1000
@@ -115,7 +115,7 @@ type Filtered struct {
 	// counts as one) with the path and the rule that dropped it, in diff
 	// order, at most 4096 of them; DroppedTotal counts them all and
 	// DroppedByRule counts them by rule. A verdict records fewer (see
-	// Grade).
+	// compat.Grade).
 	Dropped       []schema.DroppedHunk
 	DroppedTotal  int
 	DroppedByRule map[string]int
@@ -134,9 +134,9 @@ type DiffError struct {
 
 func (e *DiffError) Error() string {
 	if e.Line > 0 {
-		return fmt.Sprintf("compat: malformed diff: line %d: %s", e.Line, e.Msg)
+		return fmt.Sprintf("diffgate: malformed diff: line %d: %s", e.Line, e.Msg)
 	}
-	return "compat: malformed diff: " + e.Msg
+	return "diffgate: malformed diff: " + e.Msg
 }
 
 // Unwrap makes a DiffError match ErrDiff.
@@ -279,7 +279,7 @@ func (g Gate) compile() (*matcher, error) {
 	}
 	for _, gl := range []globs{m.allow, m.deny, m.protected} {
 		if err := (firewall.Policy{Deny: gl}).Validate(); err != nil {
-			return nil, fmt.Errorf("compat: gate: %w", err)
+			return nil, fmt.Errorf("diffgate: %w", err)
 		}
 	}
 	return m, nil
@@ -356,6 +356,16 @@ func dropped(p string, patterns []string) (bool, error) {
 		return false, err
 	}
 	return len(man.Dropped) > 0, nil
+}
+
+// sortedKeys returns the keys of m, sorted; never nil.
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // escapeGlob makes p a literal pattern.

@@ -1,4 +1,21 @@
-package compat
+// Package junit reads the JUnit XML reports pytest writes and classifies
+// each expected test of a compat-tier run from them.
+//
+// Parse reads a report strictly: bounded in size, depth and count, UTF-8
+// only, no DTD, only the elements pytest writes, each where pytest puts it.
+// Classify then reads it against the node ids a suite expects: every id
+// must appear exactly once, and a failure, an error, a skip, an xfail or
+// strict xpass, a collection error or skip of its module, or absence each
+// give the test its Kind and its flags (import_error, missing_fixture,
+// skipped, xfail, missing). Testcases nobody asked for and tests reported
+// twice are counted, for the caller to fail the grade on. KeyOf gives the
+// name pytest's report uses for a node id, so that a task can refuse ids
+// a report could not tell apart.
+//
+// The package is pure: it reads the bytes it is given and knows nothing of
+// containers, sandboxes or engines. Package compat runs pytest and decides
+// the verdict from the Results.
+package junit
 
 import (
 	"bytes"
@@ -15,23 +32,27 @@ import (
 	"github.com/strictgrade/strictgrade/schema"
 )
 
+// MaxReportBytes is the size of the largest report Parse reads.
+const MaxReportBytes = 32 << 20
+
 // Bounds on a JUnit report.
 const (
-	maxReportBytes    = 32 << 20
 	maxReportCases    = 50000
 	maxResultsPerCase = 64
 	maxDepth          = 8
 	keepText          = 4096 // bytes kept of each message and body
 )
 
-// junitKey is how pytest's JUnit report names a test: the node id with
-// "/" turned into "." and ".py" dropped, split into classname and name.
-type junitKey struct{ classname, name string }
+// Key is how pytest's JUnit report names a test: the node id with "/"
+// turned into "." and ".py" dropped, split into classname and name. Two
+// node ids with the same Key cannot be told apart in a report.
+type Key struct{ Classname, Name string }
 
-// keyOf mirrors pytest's junitxml.mangle_test_address.
-func keyOf(id string) junitKey {
+// KeyOf returns the Key of a pytest node id; it mirrors pytest's
+// junitxml.mangle_test_address.
+func KeyOf(id string) Key {
 	names := mangle(id)
-	return junitKey{strings.Join(names[:len(names)-1], "."), names[len(names)-1]}
+	return Key{strings.Join(names[:len(names)-1], "."), names[len(names)-1]}
 }
 
 func mangle(id string) []string {
@@ -48,13 +69,13 @@ func mangle(id string) []string {
 // module's collection report.
 func moduleOf(id string) string { return mangle(id)[0] }
 
-// report is a parsed JUnit XML report.
-type report struct {
+// Report is a parsed JUnit XML report. Only Classify reads it.
+type Report struct {
 	cases []reportCase
 }
 
 type reportCase struct {
-	key     junitKey
+	key     Key
 	seconds float64
 	results []result
 }
@@ -81,18 +102,18 @@ var allowedParents = map[string][]string{
 	"system-err": {"testsuite", "testcase"},
 }
 
-// parseReport reads a JUnit XML report strictly: bounded in size, depth
-// and count; UTF-8 only; no DTD; only the elements pytest writes, each
-// where pytest puts it. Anything else is an error, which the caller turns
-// into FAIL: a report the oracle cannot read proves nothing.
-func parseReport(data []byte) (*report, error) {
-	if len(data) > maxReportBytes {
-		return nil, fmt.Errorf("report larger than %d bytes", maxReportBytes)
+// Parse reads a JUnit XML report strictly: at most MaxReportBytes, bounded
+// in depth and count; UTF-8 only; no DTD; only the elements pytest writes,
+// each where pytest puts it. Anything else is an error, which the caller
+// turns into FAIL: a report the oracle cannot read proves nothing.
+func Parse(data []byte) (*Report, error) {
+	if len(data) > MaxReportBytes {
+		return nil, fmt.Errorf("report larger than %d bytes", MaxReportBytes)
 	}
 	dec := xml.NewDecoder(bytes.NewReader(data))
 	dec.Strict = true
 	var (
-		rep     report
+		rep     Report
 		stack   []string
 		cur     *reportCase
 		res     *result
@@ -175,14 +196,14 @@ func parseReport(data []byte) (*report, error) {
 }
 
 func newCase(attrs []xml.Attr) (reportCase, error) {
-	rc := reportCase{key: junitKey{attr(attrs, "classname"), attr(attrs, "name")}}
-	if rc.key.name == "" {
+	rc := reportCase{key: Key{attr(attrs, "classname"), attr(attrs, "name")}}
+	if rc.key.Name == "" {
 		return rc, errors.New("testcase without a name")
 	}
 	if s := attr(attrs, "time"); s != "" {
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-			return rc, fmt.Errorf("testcase %s: bad time %q", rc.key.name, s)
+			return rc, fmt.Errorf("testcase %s: bad time %q", rc.key.Name, s)
 		}
 		rc.seconds = f
 	}
@@ -215,33 +236,39 @@ func cut(s string) string {
 
 func isRuneStart(b byte) bool { return b&0xc0 != 0x80 }
 
-// kind is what happened to one expected test.
-type kind int
+// Kind is what happened to one expected test.
+type Kind int
 
+// The kinds of Outcome.
 const (
-	kindPass    kind = iota
-	kindFail         // a failure or an error (setup, call, teardown or collection)
-	kindXfail        // xfail, or a strict xpass
-	kindSkipped      // skipped, also at collection
-	kindMissing      // not in the report at all
+	KindPass    Kind = iota // passed
+	KindFail                // a failure or an error (setup, call, teardown or collection)
+	KindXfail               // xfail, or a strict xpass
+	KindSkipped             // skipped, also at collection
+	KindMissing             // not in the report at all
 )
 
-func (k kind) String() string {
+// String returns the kind as a verdict's reasons and a grade's log name it:
+// passed, failed, xfail, skipped or missing.
+func (k Kind) String() string {
 	return [...]string{"passed", "failed", "xfail", "skipped", "missing"}[k]
 }
 
-// outcome is the classification of one expected test in one run.
-type outcome struct {
-	kind    kind
-	flags   []schema.Flag
-	reason  string // raw text, escaped when it enters a verdict
-	seconds float64
-	// collected reports a module that failed to collect or was skipped at
+// Outcome is the classification of one expected test in one run.
+type Outcome struct {
+	Kind  Kind
+	Flags []schema.Flag
+	// Reason says why a test did not pass, in raw text from the report:
+	// whoever puts it in a verdict must escape it.
+	Reason string
+	// Seconds is the testcase's time as the report gives it.
+	Seconds float64
+	// Collected reports a module that failed to collect or was skipped at
 	// collection: the test never ran because of something at import time.
-	collected bool
-	// blocked reports a test that never ran because pytest stopped at a
+	Collected bool
+	// Blocked reports a test that never ran because pytest stopped at a
 	// collection problem in another module.
-	blocked bool
+	Blocked bool
 }
 
 var (
@@ -249,78 +276,84 @@ var (
 	fixturePattern     = regexp.MustCompile(`fixture '[^']*' not found`)
 )
 
-// suiteResult is a report read against the expected ids of one suite.
-type suiteResult struct {
-	outcomes map[string]outcome
-	// extra counts testcases for tests nobody asked for, duplicates
+// Result is a report read against the expected ids of one suite.
+type Result struct {
+	// Outcomes holds one Outcome per expected id.
+	Outcomes map[string]Outcome
+	// Extra counts testcases for tests nobody asked for, Duplicates
 	// counts tests reported more than once.
-	extra, duplicates int
-	// collectProblems counts modules that failed to collect or were
+	Extra, Duplicates int
+	// CollectProblems counts modules that failed to collect or were
 	// skipped at collection.
-	collectProblems int
+	CollectProblems int
 }
 
-// classify reads rep (nil when the run left no report) against ids.
-// noReport explains a missing report.
-func classify(rep *report, ids []string, noReport string) suiteResult {
-	sr := suiteResult{outcomes: make(map[string]outcome, len(ids))}
+// Classify reads rep (nil when the run left no report) against the
+// expected node ids. noReport explains a missing report: it is the reason
+// of every outcome then. Each expected id gets an Outcome: the worst of
+// its testcase's results (a failure or error, then xfail or strict xpass,
+// then skipped), with the flags of all of them; the outcome of its
+// module's collection error or skip when it has no testcase; missing when
+// it has neither. An id reported more than once fails.
+func Classify(rep *Report, ids []string, noReport string) Result {
+	sr := Result{Outcomes: make(map[string]Outcome, len(ids))}
 	if rep == nil {
 		for _, id := range ids {
-			sr.outcomes[id] = outcome{kind: kindMissing, flags: []schema.Flag{schema.FlagMissing}, reason: noReport}
+			sr.Outcomes[id] = Outcome{Kind: KindMissing, Flags: []schema.Flag{schema.FlagMissing}, Reason: noReport}
 		}
 		return sr
 	}
-	want := make(map[junitKey]string, len(ids))
+	want := make(map[Key]string, len(ids))
 	for _, id := range ids {
-		want[keyOf(id)] = id
+		want[KeyOf(id)] = id
 	}
 	seen := map[string]int{}
 	// Collection reports have an empty classname and the dotted module
 	// (or package) path as name.
 	collect := map[string]reportCase{}
 	for _, rc := range rep.cases {
-		if rc.key.classname == "" {
-			if _, ok := collect[rc.key.name]; !ok {
-				sr.collectProblems++
+		if rc.key.Classname == "" {
+			if _, ok := collect[rc.key.Name]; !ok {
+				sr.CollectProblems++
 			}
-			collect[rc.key.name] = rc
+			collect[rc.key.Name] = rc
 			continue
 		}
 		id, ok := want[rc.key]
 		if !ok {
-			sr.extra++
+			sr.Extra++
 			continue
 		}
 		seen[id]++
 		if seen[id] > 1 {
 			continue
 		}
-		sr.outcomes[id] = caseOutcome(rc)
+		sr.Outcomes[id] = caseOutcome(rc)
 	}
 	matched := map[string]bool{}
 	for _, id := range ids {
 		if n := seen[id]; n > 1 {
-			sr.duplicates++
-			sr.outcomes[id] = outcome{kind: kindFail, reason: fmt.Sprintf("reported %d times", n)}
+			sr.Duplicates++
+			sr.Outcomes[id] = Outcome{Kind: KindFail, Reason: fmt.Sprintf("reported %d times", n)}
 			continue
 		} else if n == 1 {
 			continue
 		}
 		if mod, rc, ok := collectFor(collect, moduleOf(id)); ok {
 			matched[mod] = true
-			sr.outcomes[id] = collectOutcome(rc)
+			sr.Outcomes[id] = collectOutcome(rc)
 			continue
 		}
-		o := outcome{kind: kindMissing, flags: []schema.Flag{schema.FlagMissing}, reason: "not in the report"}
+		o := Outcome{Kind: KindMissing, Flags: []schema.Flag{schema.FlagMissing}, Reason: "not in the report"}
 		if len(collect) > 0 {
-			o.blocked = true
-			o.reason = "not run: pytest stopped at a collection problem in another module"
+			o.Blocked = true
+			o.Reason = "not run: pytest stopped at a collection problem in another module"
 		}
-		sr.outcomes[id] = o
+		sr.Outcomes[id] = o
 	}
 	for mod := range collect {
 		if !matched[mod] {
-			sr.extra++
+			sr.Extra++
 		}
 	}
 	return sr
@@ -344,34 +377,34 @@ func collectFor(collect map[string]reportCase, module string) (string, reportCas
 
 // caseOutcome classifies a testcase that names an expected test: the
 // worst of its results decides, and the flags of all of them are kept.
-func caseOutcome(rc reportCase) outcome {
-	o := outcome{kind: kindPass, seconds: rc.seconds}
+func caseOutcome(rc reportCase) Outcome {
+	o := Outcome{Kind: KindPass, Seconds: rc.seconds}
 	for _, r := range rc.results {
 		k, flags, reason := judgeResult(r)
-		if k.rank() > o.kind.rank() {
-			o.kind, o.reason = k, reason
+		if k.rank() > o.Kind.rank() {
+			o.Kind, o.Reason = k, reason
 		}
-		o.flags = addFlags(o.flags, flags...)
+		o.Flags = AddFlags(o.Flags, flags...)
 	}
 	return o
 }
 
 // rank orders kinds from best to worst.
-func (k kind) rank() int {
-	return [...]int{kindPass: 0, kindSkipped: 1, kindXfail: 2, kindFail: 3, kindMissing: 4}[k]
+func (k Kind) rank() int {
+	return [...]int{KindPass: 0, KindSkipped: 1, KindXfail: 2, KindFail: 3, KindMissing: 4}[k]
 }
 
-func judgeResult(r result) (kind, []schema.Flag, string) {
+func judgeResult(r result) (Kind, []schema.Flag, string) {
 	msg := firstLine(r.message)
 	switch {
 	case r.kind == "skipped" && r.typ == "pytest.xfail":
-		return kindXfail, []schema.Flag{schema.FlagXfail}, "xfail: " + msg
+		return KindXfail, []schema.Flag{schema.FlagXfail}, "xfail: " + msg
 	case r.kind == "failure" && strings.HasPrefix(r.message, "[XPASS(strict)]"):
-		return kindXfail, []schema.Flag{schema.FlagXfail}, "xpass: " + msg
+		return KindXfail, []schema.Flag{schema.FlagXfail}, "xpass: " + msg
 	case r.kind == "skipped" && strings.HasPrefix(r.message, "xfail-marked test passes unexpectedly"):
-		return kindXfail, []schema.Flag{schema.FlagXfail}, "xpass: " + msg
+		return KindXfail, []schema.Flag{schema.FlagXfail}, "xpass: " + msg
 	case r.kind == "skipped":
-		return kindSkipped, []schema.Flag{schema.FlagSkipped}, "skipped: " + msg
+		return KindSkipped, []schema.Flag{schema.FlagSkipped}, "skipped: " + msg
 	}
 	var flags []schema.Flag
 	if fixturePattern.MatchString(r.message) {
@@ -381,29 +414,32 @@ func judgeResult(r result) (kind, []schema.Flag, string) {
 	if importErrorPattern.MatchString(r.message) {
 		flags = append(flags, schema.FlagImportError)
 	}
-	return kindFail, flags, r.kind + ": " + msg
+	return KindFail, flags, r.kind + ": " + msg
 }
 
 // collectOutcome classifies a test whose module failed to collect (an
 // error: import or collection error) or was skipped at collection.
-func collectOutcome(rc reportCase) outcome {
-	o := outcome{kind: kindFail, flags: []schema.Flag{schema.FlagMissing}, collected: true}
+func collectOutcome(rc reportCase) Outcome {
+	o := Outcome{Kind: KindFail, Flags: []schema.Flag{schema.FlagMissing}, Collected: true}
 	for _, r := range rc.results {
 		if r.kind == "skipped" {
-			return outcome{kind: kindSkipped, flags: []schema.Flag{schema.FlagMissing, schema.FlagSkipped}, collected: true,
-				reason: "module skipped at collection: " + lastLine(r.text)}
+			return Outcome{Kind: KindSkipped, Flags: []schema.Flag{schema.FlagMissing, schema.FlagSkipped}, Collected: true,
+				Reason: "module skipped at collection: " + lastLine(r.text)}
 		}
 	}
-	o.flags = addFlags(o.flags, schema.FlagImportError)
+	o.Flags = AddFlags(o.Flags, schema.FlagImportError)
 	detail := ""
 	if len(rc.results) > 0 {
 		detail = lastErrorLine(rc.results[0].text)
 	}
-	o.reason = "module failed to collect: " + detail
+	o.Reason = "module failed to collect: " + detail
 	return o
 }
 
-func addFlags(have []schema.Flag, more ...schema.Flag) []schema.Flag {
+// AddFlags returns have, an Outcome's flags, with each flag of more it
+// does not hold yet appended: a flag is listed once, in the order first
+// seen.
+func AddFlags(have []schema.Flag, more ...schema.Flag) []schema.Flag {
 	for _, f := range more {
 		if !slices.Contains(have, f) {
 			have = append(have, f)
