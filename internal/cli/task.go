@@ -46,8 +46,8 @@ const taskCheckAbout = `Checks that a task is fit to grade, in either tier.
 
 A strict task: grades the reference solution (--reference PATH, a directory or a tar file; by default
 DIR/reference/ or DIR/reference.tar) and requires PASS, then grades an empty submission (an empty
-workspace) and requires FAIL, so that a task whose cases a no-op passes is caught (--noop=false skips
-that). A compat task: runs the baseline (the hidden tests fail at the base commit for the right reason,
+workspace) and requires FAIL (--noop=false skips that; it fails at the firewall, as every task declares an
+artifact, so it guards the grading path rather than the cases). A compat task: runs the baseline (the hidden tests fail at the base commit for the right reason,
 the existing suite passes; the baseline is the compat tier's no-op check) and, when DIR/reference.diff
 exists or --reference names a diff, grades that diff and requires PASS.
 
