@@ -14,6 +14,22 @@ import (
 	"github.com/strictgrade/strictgrade/schema"
 )
 
+// TestTaskCheckScaffolds: every strict scaffold task new writes is fit as it
+// stands: its reference passes, an empty submission fails.
+func TestTaskCheckScaffolds(t *testing.T) {
+	for _, kind := range []string{"function", "command", "data"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), kind)
+			if code, stdout, stderr := run(t, "task", "new", "--kind", kind, dir); code != ExitOK {
+				t.Fatalf("task new: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			if code, stdout, stderr := run(t, "task", "check", dir); code != ExitOK {
+				t.Fatalf("task check: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+		})
+	}
+}
+
 // TestTaskCheckCompat checks the compat example with a wrong reference diff:
 // the baseline is fit, the reference fails, so the task is QUARANTINED; both
 // signed verdicts are written.

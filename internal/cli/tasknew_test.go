@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -188,6 +189,64 @@ func TestTaskNewCompat(t *testing.T) {
 	}
 	if err := json.Unmarshal(data, &spec); err != nil || spec.Schema != compat.SpecSchema || spec.Limits != compat.DefaultLimits {
 		t.Errorf("task.json: %v %+v", err, spec)
+	}
+}
+
+// TestTaskNewCompatLoads follows the scaffold's README: a repository with
+// the package and the existing test, bundled with git bundle create, its
+// HEAD as repo.base; then the task loads.
+func TestTaskNewCompatLoads(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	dir := filepath.Join(t.TempDir(), "fix-it")
+	if code, stdout, stderr := run(t, "task", "new", "--kind", "compat", dir); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	repo := t.TempDir()
+	for name, body := range map[string]string{
+		"mypackage/__init__.py":  "def answer():\n    return 41\n",
+		"tests/test_existing.py": "def test_still_works():\n    assert True\n",
+	} {
+		p := filepath.Join(repo, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(args ...string) string {
+		cmd := exec.Command(gitBin, append([]string{"-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c", "commit.gpgSign=false"}, args...)...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "base")
+	base := git("rev-parse", "HEAD")
+	git("bundle", "create", filepath.Join(dir, "repo.bundle"), "HEAD", "--all")
+	p := filepath.Join(dir, "task.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), "REPLACE-WITH-THE-40-HEX-BASE-COMMIT", base, 1))
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := controller.LoadTask(t.Context(), dir)
+	if err != nil {
+		t.Fatalf("LoadTask with the bundle: %v", err)
+	}
+	if ct := loaded.(*compat.Task); ct.Spec.Repo.Base != base || len(ct.HiddenIDs) != 1 || len(ct.ExistingIDs) != 1 {
+		t.Errorf("loaded %+v", ct)
 	}
 }
 
