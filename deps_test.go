@@ -200,6 +200,12 @@ var never = []struct {
 		why:    "the controller orchestrates (slots, run ids, binding, signing); admitting, running and judging are the tiers' own",
 	},
 	{
+		name: "batch-through-controller",
+		from: []string{"batch"}, deps: []string{"internal/engine", "sandbox/...", "strict", "candidate", "judge", "firewall", "agentbox"},
+		direct: true,
+		why:    "a run grades every item through the controller, which binds and signs; it never reaches a sandbox or a tier itself",
+	},
+	{
 		name: "grading-shared",
 		from: []string{"grading"},
 		deps: []string{"sandbox/...", "internal/engine", "task", "compat/...", "strict", "candidate", "judge", "firewall/..."},

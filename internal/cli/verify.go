@@ -5,13 +5,16 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/strictgrade/strictgrade/attest"
+	sgbatch "github.com/strictgrade/strictgrade/batch"
 	"github.com/strictgrade/strictgrade/schema"
 )
 
@@ -24,6 +27,7 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // verifyArgs is a verify's command line.
 type verifyArgs struct {
 	key, bundle, submission string
+	run                     string
 	want                    attest.Expect
 	outcome                 schema.Outcome
 	json                    bool
@@ -37,6 +41,9 @@ func runVerify(ctx context.Context, args []string, stdio IO) error {
 	a, err := parseVerify(args, stdio)
 	if err != nil {
 		return err
+	}
+	if a.run != "" {
+		return verifyRun(a, stdio)
 	}
 	pub, data, err := a.load(ctx)
 	if err != nil {
@@ -56,10 +63,13 @@ func runVerify(ctx context.Context, args []string, stdio IO) error {
 // parseVerify reads and checks a verify's command line.
 func parseVerify(args []string, stdio IO) (*verifyArgs, error) {
 	a := &verifyArgs{}
-	fs := flagSet(stdio.Stderr, "verify", "--key PUB --bundle FILE --submission FILE|--submission-digest HEX [flags]",
-		"Verifies a signed verdict's signature and that it binds the given submission (and task, tier and nonce when\ngiven). A signed FAIL or ERROR verifies too: the outcome is printed first.")
+	fs := flagSet(stdio.Stderr, "verify", "--key PUB --bundle FILE --submission FILE|--submission-digest HEX [flags]\n       strictgrade verify --run DIR --key PUB",
+		"Verifies a signed verdict's signature and that it binds the given submission (and task, tier and nonce when\ngiven). A signed FAIL or ERROR verifies too: the outcome is printed first.\n\n"+
+			"With --run, verifies every item of a run directory (strictgrade run) against its submission bytes, tier,\n"+
+			"task digest and nonce recorded in results.jsonl, and prints a table; exit 1 if any does not verify.")
 	fs.StringVar(&a.key, "key", "", "public key PEM (strictgrade.pub or cosign.pub) (required)")
-	fs.StringVar(&a.bundle, "bundle", "", "Sigstore bundle or DSSE envelope JSON (required)")
+	fs.StringVar(&a.bundle, "bundle", "", "Sigstore bundle or DSSE envelope JSON (required without --run)")
+	fs.StringVar(&a.run, "run", "", "verify every item of the run `DIR` (strictgrade run --out DIR) instead of one bundle")
 	fs.StringVar(&a.submission, "submission", "", "the submission file the verdict must be for")
 	subDigest := fs.String("submission-digest", "", "or its sha256, as hex or sha256:hex")
 	taskDigest := fs.String("task-digest", "", "require this task digest (hex or sha256:hex)")
@@ -69,6 +79,18 @@ func parseVerify(args []string, stdio IO) (*verifyArgs, error) {
 	requireOutcome := fs.String("require-outcome", "", "also require this verdict outcome (PASS, FAIL, ERROR or QUARANTINED): exit 1 when the verified verdict has another")
 	if err := parse(fs, args); err != nil {
 		return nil, err
+	}
+	if a.run != "" {
+		switch {
+		case fs.NArg() != 0:
+			return nil, usagef("takes no arguments")
+		case a.key == "":
+			return nil, usagef("--key PUB is required")
+		case a.bundle != "" || a.submission != "" || *subDigest != "" || *taskDigest != "" || *tier != "" ||
+			a.want.Nonce != "" || a.json || *requireOutcome != "":
+			return nil, usagef("--run DIR takes only --key: each item's submission, task digest, tier and nonce come from the run's results.jsonl")
+		}
+		return a, nil
 	}
 	switch {
 	case fs.NArg() != 0:
@@ -206,4 +228,47 @@ func readFileLimited(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
 	}
 	return data, nil
+}
+
+// verifyRun verifies every item of a run directory and prints a table.
+// An item that does not verify is a definite no (exit 1); an ERROR
+// without a signed verdict has nothing to verify and is shown as such.
+func verifyRun(a *verifyArgs, stdio IO) error {
+	pub, err := attest.LoadPublicKeyFile(a.key)
+	if err != nil {
+		return fmt.Errorf("could not verify: %w", err)
+	}
+	checks, err := sgbatch.VerifyRun(a.run, pub)
+	if err != nil {
+		return fmt.Errorf("could not verify: %w", err)
+	}
+	tw := tabwriter.NewWriter(stdio.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ITEM\tTASK\tOUTCOME\tVERIFIED")
+	failed, none := 0, 0
+	for _, c := range checks {
+		r := c.Record
+		status := "yes"
+		switch {
+		case errors.Is(c.Err, sgbatch.ErrNoVerdict):
+			status, none = "- (no signed verdict: "+truncateLine(r.Error, 80)+")", none+1
+		case c.Err != nil:
+			status, failed = "NO: "+strings.ReplaceAll(c.Err.Error(), "\n", " "), failed+1
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Item, r.Task, r.Outcome, status)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdio.Stdout, "%d items: %d verified, %d not verified, %d without a signed verdict\n",
+		len(checks), len(checks)-failed-none, failed, none)
+	if failed > 0 {
+		return outcome(schema.OutcomeFail, "%d of %d items of %s do not verify", failed, len(checks), a.run)
+	}
+	return nil
+}
+
+func truncateLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }

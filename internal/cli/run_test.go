@@ -1,0 +1,169 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/strictgrade/strictgrade/attest"
+	"github.com/strictgrade/strictgrade/batch"
+	"github.com/strictgrade/strictgrade/controller"
+	"github.com/strictgrade/strictgrade/internal/cli"
+	"github.com/strictgrade/strictgrade/sandboxtest"
+)
+
+const copySource = "import shutil\nshutil.copy('/input/in.txt', '/output/out.txt')\n"
+
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRunUsage: a malformed items file, an unknown task or a resume
+// without the key is a usage error, refused before any daemon is needed.
+func TestRunUsage(t *testing.T) {
+	dir := t.TempDir()
+	sum := filepath.Join("..", "..", "examples", "sum", "task")
+	writeTree(t, dir, map[string]string{
+		"bad.jsonl":     "{\"task\":\"sum\",\"submission\":\"s\"}\n{\"task\":\n",
+		"unknown.jsonl": "{\"task\":\"nope\",\"submission\":\"s\"}\n",
+		"good.jsonl":    "{\"task\":\"sum\",\"submission\":\"s\"}\n",
+		"s/solution.py": "x\n",
+		"old/key.pub":   "x\n",
+	})
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run"}, "required"},
+		{[]string{"run", "--items", filepath.Join(dir, "bad.jsonl"), "--tasks", sum, "--out", filepath.Join(dir, "o")}, "line 2"},
+		{[]string{"run", "--items", filepath.Join(dir, "good.jsonl"), "--tasks", sum, "--out", filepath.Join(dir, "o"), "--max-errors", "lots"}, "max-errors"},
+		{[]string{"run", "--items", filepath.Join(dir, "good.jsonl"), "--tasks", sum + "," + sum, "--out", filepath.Join(dir, "o")}, "task id"},
+		{[]string{"run", "--items", filepath.Join(dir, "good.jsonl"), "--tasks", sum, "--out", filepath.Join(dir, "old")}, "needs --key"},
+		{[]string{"run", "--items", filepath.Join(dir, "good.jsonl"), "--tasks", sum, "--out", filepath.Join(dir, "o"), "--parallel", "0"}, "parallel"},
+	} {
+		code, _, stderr := run(t, tt.args...)
+		if code != cli.ExitUsage || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, want %d and %q in:\n%s", tt.args, code, cli.ExitUsage, tt.want, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "o")); err == nil {
+		t.Error("a refused run made its --out")
+	}
+}
+
+// TestVerifyRun: verify --run passes a run as graded, and fails (exit 1)
+// one with a tampered bundle or submission, naming the item.
+func TestVerifyRun(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"tasks/copy/task.json": `{"schema":"strictgrade.task/v1","id":"copy","version":"1","kind":"data","runtime":"python",
+			"data":{"argv":["python3","solution.py"]},"artifacts":["solution.py"]}`,
+		"tasks/copy/public/README.md":  "copy /input/in.txt to /output/out.txt\n",
+		"tasks/copy/hidden/cases.json": `{"cases":[{"id":"a","input_files":{"in.txt":"in/a.txt"},"expected_files":{"out.txt":"want/a.txt"}}]}`,
+		"tasks/copy/hidden/in/a.txt":   "x\n",
+		"tasks/copy/hidden/want/a.txt": "x\n",
+		"honest/solution.py":           copySource,
+		"wrong/solution.py":            "print('no')\n",
+		"items.jsonl":                  "{\"id\":\"h\",\"task\":\"copy\",\"submission\":\"honest\"}\n{\"id\":\"w\",\"task\":\"copy\",\"submission\":\"wrong\"}\n{\"id\":\"h2\",\"task\":\"copy\",\"submission\":\"honest\"}\n",
+	})
+	fake := sandboxtest.NewFake()
+	fake.Image(sandboxtest.RuntimeImage, sandboxtest.Runtime(map[string]sandboxtest.Python{copySource: {Main: func(p *sandboxtest.Proc) int {
+		data, err := p.ReadFile("/input/in.txt")
+		if err == nil {
+			err = p.WriteFile("/output/out.txt", data, 0o644)
+		}
+		if err != nil {
+			return 1
+		}
+		return 0
+	}}}))
+	fake.Image(sandboxtest.JudgeImage, sandboxtest.Judge)
+	priv, pubPEM, err := attest.GenerateKey(attest.KeyEd25519, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := attest.LoadSigner(priv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := controller.New(t.Context(), controller.Config{Backend: fake, Signer: signer,
+		RuntimeImage: sandboxtest.RuntimeImage, JudgeImage: sandboxtest.JudgeImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	items, err := batch.ReadItems(filepath.Join(root, "items.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := batch.LoadTasks(t.Context(), []string{filepath.Join(root, "tasks")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "out")
+	if _, err := batch.Run(t.Context(), batch.Options{Controller: ctrl, Signer: signer, Items: items, Tasks: tasks, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	pub := filepath.Join(root, "key.pub")
+	if err := os.WriteFile(pub, pubPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	code, stdout, stderr := run(t, "verify", "--run", out, "--key", pub)
+	if code != cli.ExitOK || !strings.Contains(stdout, "3 items: 3 verified") {
+		t.Fatalf("untouched run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// OUT/key.pub is the run's public key.
+	if code, _, stderr := run(t, "verify", "--run", out, "--key", filepath.Join(out, batch.KeyFile)); code != cli.ExitOK {
+		t.Errorf("with OUT/key.pub: exit %d\n%s", code, stderr)
+	}
+
+	sub := filepath.Join(out, "items", "h", batch.SubmissionFile)
+	data, err := os.ReadFile(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(sub, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := filepath.Join(out, "items", "w", batch.BundleFile)
+	other, err := os.ReadFile(filepath.Join(out, "items", "h2", batch.BundleFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = run(t, "verify", "--run", out, "--key", pub)
+	if code != cli.ExitFail || !strings.Contains(stdout, "1 verified, 2 not verified") ||
+		!regexpMatch(`(?m)^h +copy +PASS +NO: `, stdout) || !regexpMatch(`(?m)^w +copy +FAIL +NO: `, stdout) || !regexpMatch(`(?m)^h2 +copy +PASS +yes$`, stdout) {
+		t.Fatalf("tampered run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	for _, args := range [][]string{
+		{"verify", "--run", out},
+		{"verify", "--run", out, "--key", pub, "--bundle", w},
+		{"verify", "--run", out, "--key", pub, "--tier", "strict"},
+	} {
+		if code, _, _ := run(t, args...); code != cli.ExitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, cli.ExitUsage)
+		}
+	}
+	if code, _, _ := run(t, "verify", "--run", root, "--key", pub); code != cli.ExitError {
+		t.Errorf("a directory without results.jsonl: exit %d, want %d", code, cli.ExitError)
+	}
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
