@@ -107,11 +107,14 @@ type Options struct {
 	Progress func(Progress)
 }
 
-// Progress reports one finished item.
+// Progress reports one finished item, or, with Done 0 and no Record, the
+// start of the grading.
 type Progress struct {
 	Record              Record
 	Done, Total, Errors int // of the items this run grades
-	Elapsed, ETA        time.Duration
+	// Resumed is how many items were kept from a previous run.
+	Resumed      int
+	Elapsed, ETA time.Duration
 }
 
 // Record is one line of results.jsonl.
@@ -218,7 +221,10 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	defer f.Close()
 
-	r := &runner{opts: opts, limit: limit, results: f, total: len(todo), start: start}
+	r := &runner{opts: opts, limit: limit, results: f, total: len(todo), resumed: len(kept), start: start}
+	if opts.Progress != nil {
+		opts.Progress(Progress{Total: len(todo), Resumed: len(kept), Elapsed: time.Since(start)})
+	}
 	r.grade(ctx, todo)
 
 	sum := &Summary{Items: len(opts.Items), Graded: len(r.done), Resumed: len(kept),
@@ -387,6 +393,7 @@ type runner struct {
 	limit   Threshold
 	results *os.File
 	total   int
+	resumed int
 	start   time.Time
 
 	mu      sync.Mutex
@@ -526,7 +533,7 @@ func (r *runner) record(rec Record) {
 	if !r.stopped && r.limit.Exceeded(r.errors, len(r.done)) {
 		r.stopped = true
 	}
-	p := Progress{Record: rec, Done: len(r.done), Total: r.total, Errors: r.errors, Elapsed: time.Since(r.start)}
+	p := Progress{Record: rec, Done: len(r.done), Total: r.total, Errors: r.errors, Resumed: r.resumed, Elapsed: time.Since(r.start)}
 	r.mu.Unlock()
 	if p.Done > 0 {
 		p.ETA = time.Duration(float64(p.Elapsed) / float64(p.Done) * float64(p.Total-p.Done)).Round(time.Second)

@@ -123,8 +123,12 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	case errors.Is(err, sgbatch.ErrBadItem), errors.Is(err, sgbatch.ErrKeyMismatch):
 		return badInput(err)
 	case errors.Is(err, sgbatch.ErrInterrupted):
-		return fmt.Errorf("interrupted: %d items not graded; every finished verdict is kept in %s — resume with: strictgrade run --items %s --tasks %s --out %s --key KEY",
-			sum.Pending, a.out, a.items, a.tasks, a.out)
+		if ephemeral {
+			return fmt.Errorf("interrupted: %d items not graded; the finished verdicts in %s were signed with an ephemeral key, so this run cannot be resumed: start again with a new --out and --key FILE (strictgrade keygen)",
+				sum.Pending, a.out)
+		}
+		return fmt.Errorf("interrupted: %d items not graded; every finished verdict is kept in %s — resume with: strictgrade run --items %s --tasks %s --out %s --key %s",
+			sum.Pending, a.out, a.items, a.tasks, a.out, a.key)
 	case errors.Is(err, sgbatch.ErrTooManyErrors):
 		return fmt.Errorf("%v; the run stopped (%d items not started). See %s for the errors; fix the grader, then resume with --retry-errors",
 			err, sum.Pending, filepath.Join(a.out, sgbatch.ResultsFile))
@@ -155,6 +159,7 @@ func printRunSummary(w io.Writer, out string, s *sgbatch.Summary) {
 // terminal, else a plain line at most every plainEvery (and the last).
 type runProgress struct {
 	w    io.Writer
+	tty  bool
 	mu   sync.Mutex
 	bar  *progressbar.ProgressBar
 	last time.Time
@@ -163,22 +168,24 @@ type runProgress struct {
 const plainEvery = 10 * time.Second
 
 func newRunProgress(w io.Writer) *runProgress {
-	p := &runProgress{w: w, last: time.Now()}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("run"),
-			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30))
-	}
-	return p
+	f, ok := w.(*os.File)
+	return &runProgress{w: w, tty: ok && term.IsTerminal(int(f.Fd())), last: time.Now()}
 }
 
 func (p *runProgress) update(u sgbatch.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.bar != nil {
-		if p.bar.GetMax() != u.Total {
-			p.bar.ChangeMax(u.Total)
+	if u.Done == 0 {
+		fmt.Fprintf(p.w, "run: %d items to grade, %d kept from a previous run\n", u.Total, u.Resumed)
+		if p.tty && u.Total > 0 {
+			p.bar = progressbar.NewOptions(u.Total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription("run"),
+				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetElapsedTime(true),
+				progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30))
+			p.bar.RenderBlank()
 		}
+		return
+	}
+	if p.bar != nil {
 		p.bar.Describe(fmt.Sprintf("run (%d ERROR)", u.Errors))
 		p.bar.Set(u.Done)
 		return

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,6 +94,9 @@ func TestRunResumeEngine(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 	t.Logf("resume: %s", stdout.String())
+	if !regexp.MustCompile(`(?m)^run: \d+ items to grade, \d+ kept from a previous run\n(.|\n)*^run: \d+/\d+ done, 0 ERROR, eta 0s$`).MatchString(stderr.String()) {
+		t.Errorf("resume: no plain progress lines on stderr:\n%s", stderr.String())
+	}
 	all := results(t, out)
 	if len(all) != len(want) {
 		t.Fatalf("results.jsonl holds %d items, want %d", len(all), len(want))
