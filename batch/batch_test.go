@@ -523,3 +523,27 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Error("wrote into a missing directory")
 	}
 }
+
+// TestRunCancelledBeforeGrading: a run whose context ends before it
+// grades anything leaves results.jsonl as it was.
+func TestRunCancelledBeforeGrading(t *testing.T) {
+	f := newFixture(t, 2)
+	signer := newSigner(t)
+	ctrl := fakeController(t, signer, 1, false)
+	if _, err := batch.Run(t.Context(), batch.Options{Controller: ctrl, Signer: signer, Items: f.items, Tasks: f.tasks, Out: f.out}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(f.out, batch.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	sum, err := batch.Run(ctx, batch.Options{Controller: ctrl, Signer: signer, Items: f.items, Tasks: f.tasks, Out: f.out})
+	if !errors.Is(err, batch.ErrInterrupted) || sum != nil {
+		t.Fatalf("got %+v, %v; want ErrInterrupted and no summary", sum, err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(f.out, batch.ResultsFile)); !bytes.Equal(before, after) {
+		t.Errorf("results.jsonl changed:\n%s\n%s", before, after)
+	}
+}

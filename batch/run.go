@@ -206,6 +206,10 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 			todo = append(todo, it)
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		// Stopped while checking: results.jsonl is left as it was.
+		return nil, fmt.Errorf("%w: %w", ErrInterrupted, err)
+	}
 	results := filepath.Join(opts.Out, ResultsFile)
 	var buf bytes.Buffer
 	for _, r := range kept {

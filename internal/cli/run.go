@@ -122,6 +122,8 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	switch {
 	case errors.Is(err, sgbatch.ErrBadItem), errors.Is(err, sgbatch.ErrKeyMismatch):
 		return badInput(err)
+	case errors.Is(err, sgbatch.ErrInterrupted) && sum == nil:
+		return fmt.Errorf("interrupted before any item was graded: %w", err)
 	case errors.Is(err, sgbatch.ErrInterrupted):
 		if ephemeral {
 			return fmt.Errorf("interrupted: %d items not graded; the finished verdicts in %s were signed with an ephemeral key, so this run cannot be resumed: start again with a new --out and --key FILE (strictgrade keygen)",
