@@ -547,3 +547,44 @@ func TestRunCancelledBeforeGrading(t *testing.T) {
 		t.Errorf("results.jsonl changed:\n%s\n%s", before, after)
 	}
 }
+
+// TestErrorWithoutVerdict: a grade that ends without any verdict is an
+// ERROR line with no bundle; verify has nothing to check; a resume keeps
+// it unless RetryErrors.
+func TestErrorWithoutVerdict(t *testing.T) {
+	f := newFixture(t, 2) // item a honest, item b wrong
+	signer := newSigner(t)
+	ctrl := fakeController(t, signer, 1, false)
+	wrong := f.items[1].Submission
+	hidden := wrong + ".away"
+	sum, err := batch.Run(t.Context(), batch.Options{Controller: ctrl, Signer: signer, Items: f.items, Tasks: f.tasks, Out: f.out, Parallel: 1,
+		Progress: func(p batch.Progress) {
+			if p.Done == 1 {
+				if err := os.Rename(wrong, hidden); err != nil {
+					t.Error(err)
+				}
+			}
+		}})
+	if err != nil || sum.ErrorsWithoutVerdict != 1 || sum.Outcomes[schema.OutcomeError] != 1 {
+		t.Fatalf("got %+v, %v", sum, err)
+	}
+	b := byItem(t, readRecords(t, f.out))["item b"]
+	if b.Outcome != schema.OutcomeError || b.Bundle != "" || b.Error == "" {
+		t.Fatalf("item b: %+v", b)
+	}
+	checks, err := batch.VerifyRun(f.out, signer.PublicKey())
+	if err != nil || len(checks) != 2 || !checks[0].Verified() || !errors.Is(checks[1].Err, batch.ErrNoVerdict) {
+		t.Fatalf("verify: %+v, %v", checks, err)
+	}
+	if err := os.Rename(hidden, wrong); err != nil {
+		t.Fatal(err)
+	}
+	sum, err = batch.Run(t.Context(), batch.Options{Controller: ctrl, Signer: signer, Items: f.items, Tasks: f.tasks, Out: f.out})
+	if err != nil || sum.Resumed != 2 || sum.Graded != 0 {
+		t.Fatalf("resume: %+v, %v; want the ERROR kept", sum, err)
+	}
+	sum, err = batch.Run(t.Context(), batch.Options{Controller: ctrl, Signer: signer, Items: f.items, Tasks: f.tasks, Out: f.out, RetryErrors: true})
+	if err != nil || sum.Resumed != 1 || sum.Graded != 1 || sum.Outcomes[schema.OutcomeFail] != 1 {
+		t.Fatalf("retry: %+v, %v", sum, err)
+	}
+}
