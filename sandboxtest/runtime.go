@@ -3,6 +3,7 @@ package sandboxtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -283,7 +284,8 @@ func shim(p *Proc, sources map[string]Python) int {
 // real judge (package judge) in-process on the files mounted at the root
 // its command names ("/bin/judge --root DIR"), copied to a temporary
 // directory of the host first, and prints the verdict as the judge binary
-// does. Like the binary, it exits 3 when the input cannot be judged.
+// does. Like the binary, it exits 3 when the input cannot be judged, and
+// judge.ExitCheckerFailed when a checker failed.
 func Judge(p *Proc) int {
 	root := judge.DefaultRoot
 	for i := 1; i+1 < len(p.Args); i++ {
@@ -313,6 +315,9 @@ func Judge(p *Proc) int {
 		}
 	}
 	p.Errorf("judge: %s", strings.Join(strings.Fields(err.Error()), " "))
+	if errors.Is(err, judge.ErrChecker) {
+		return judge.ExitCheckerFailed
+	}
 	return 3
 }
 

@@ -192,6 +192,16 @@ func (g *grade) errorVerdict(archive []byte, cause error) *schema.Verdict {
 	return grading.Errored(v, code, schema.Excerpt([]byte(g.say(schema.Redact(msg), msg)), 480))
 }
 
+// checkerLine is the judge's line about a failed checker, without its
+// "judge: " prefix, on one line and at most 400 bytes: words the digest
+// policy keeps up to the first quote (schema.Redact), so that the module's
+// path and sha256 and the case reach the verdict.
+func checkerLine(stderr []byte) string {
+	line := strings.Join(strings.Fields(strings.ToValidUTF8(string(stderr), "?")), " ")
+	line = strings.TrimPrefix(line, "judge: ")
+	return truncateUTF8(line, 400)
+}
+
 // judgeError is a judge misbehaviour, with the verdict reason code to use.
 type judgeError struct {
 	code string
@@ -571,6 +581,12 @@ func (g *grade) judge(ctx context.Context, vol string, prepared sandbox.Prepared
 		return nil, fmt.Errorf("judge phase: %w", err)
 	}
 	g.log.Add("judge", "judge exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(), "stdout_bytes", len(res.Stdout))
+	if res.Exit == sandbox.ExitExited && res.Code == judge.ExitCheckerFailed {
+		// The task's checker failed: a task defect, never the
+		// candidate's FAIL. The judge's line names the module and its
+		// sha256.
+		return nil, &judgeError{schema.ReasonCheckerFailed, fmt.Errorf("the checker of the task failed: %s", checkerLine(res.Stderr))}
+	}
 	if res.Exit != sandbox.ExitExited || res.Code != 0 {
 		return nil, &judgeError{schema.ReasonJudgeCrashed, fmt.Errorf("ended with %s (code %d): %s", res.Exit, res.Code, schema.Excerpt(res.Stderr, 200))}
 	}

@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "555cd9aa9933518c03b45c83b89988b26a8f9466783812b371489361f8fb30e7"
+const judgeSource = "22104fb27791e302a9b8f263a57c5c95acc210257e97f5c4db41b91d1456fdc3"

@@ -6,8 +6,9 @@
 //
 // DIR defaults to /judge; judge.ReadInput documents its layout. The exit
 // status is 0 when a verdict was written (whatever its outcome), 2 for a
-// usage error, and 3 when the input could not be judged, with one line on
-// stderr saying why. The program never executes or loads anything it
+// usage error, 3 when the input could not be judged, and 4
+// (judge.ExitCheckerFailed) when the task's checker comparator failed, a
+// defect of the task; with 3 and 4, one line on stderr says why. The program never executes or loads anything it
 // reads; it needs no cgo, shell or interpreter.
 package main
 
@@ -28,6 +29,8 @@ const (
 	exitOK    = 0
 	exitUsage = 2
 	exitError = 3
+	// exitChecker: a checker failed (judge.ErrChecker).
+	exitChecker = judge.ExitCheckerFailed
 )
 
 func main() {
@@ -54,6 +57,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	out, err := verdict(*root)
 	if err != nil {
 		fmt.Fprintln(stderr, "judge: "+oneLine(err.Error()))
+		if errors.Is(err, judge.ErrChecker) {
+			return exitChecker
+		}
 		return exitError
 	}
 	if _, err := stdout.Write(append(out, '\n')); err != nil {

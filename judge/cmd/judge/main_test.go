@@ -107,3 +107,42 @@ func TestStaticBinary(t *testing.T) {
 		t.Fatalf("verdict fails the schema: %v", err)
 	}
 }
+
+// TestRunCheckerFailed: a checker that traps makes the judge exit with
+// ExitCheckerFailed and one line naming the module's sha256, and print no
+// verdict.
+func TestRunCheckerFailed(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(input)); err != nil {
+		t.Fatal(err)
+	}
+	cases, err := os.ReadFile(filepath.Join(input, "hidden", "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases = bytes.Replace(cases, []byte(`{"kind": "json"}`), []byte(`{"kind": "checker", "module": "checkers/trap.wasm"}`), 1)
+	// (module (memory 1) (func (export "_start") unreachable))
+	trap := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+		0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x03, 0x02, 0x01, 0x00, 0x05, 0x03, 0x01, 0x00, 0x01,
+		0x07, 0x13, 0x02, 0x06, 'm', 'e', 'm', 'o', 'r', 'y', 0x02, 0x00, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x00,
+		0x0a, 0x05, 0x01, 0x03, 0x00, 0x00, 0x0b}
+	for name, data := range map[string][]byte{"cases.json": cases, "checkers/trap.wasm": trap} {
+		p := filepath.Join(root, "hidden", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--root", root}, &stdout, &stderr); code != exitChecker {
+		t.Fatalf("exit %d, want %d; stderr %q", code, exitChecker, stderr.String())
+	}
+	msg := stderr.String()
+	if stdout.Len() != 0 || strings.Count(msg, "\n") != 1 ||
+		!strings.Contains(msg, "judge: checker failed: module checkers/trap.wasm sha256 ") ||
+		!strings.Contains(msg, "case empty: trapped: wasm error: unreachable") {
+		t.Errorf("stdout %q, stderr %q", stdout.String(), msg)
+	}
+}
