@@ -52,8 +52,11 @@ const (
 	DefaultCheckerMemoryPages = 1024
 	MaxCheckerMemoryPages     = 4096
 	// DefaultCheckerTimeoutMS is the default deadline of one run in
-	// milliseconds; MaxCheckerTimeoutMS the largest accepted.
-	DefaultCheckerTimeoutMS = 2000
+	// milliseconds, wall-clock time (wazero has no fuel), instantiation
+	// included; MaxCheckerTimeoutMS the largest accepted. A deadline is
+	// the one limit that depends on the machine's load: leave a checker
+	// ample room.
+	DefaultCheckerTimeoutMS = 5000
 	MaxCheckerTimeoutMS     = 10000
 	// DefaultCheckerOutputBytes is the default cap on what one run
 	// writes to standard output; MaxCheckerOutputBytes the largest

@@ -57,7 +57,10 @@ const maxMillis = 604_800_000
 //     is compared with expected_stdout if there is one (wrong_answer);
 //     data: the exit status as for command, then every expected file
 //     must have been written and compare equal (extra files are
-//     ignored).
+//     ignored);
+//     with the checker comparator (function and command), the
+//     checker's answer replaces the comparison of V or stdout: accept
+//     passes, reject fails (checker, wrong_answer).
 //
 // An output the judge does not read whole (over MaxFileSize or what is
 // left of MaxOutputsSize, or over MaxJSONSize for the json comparator)
@@ -69,6 +72,9 @@ const maxMillis = 604_800_000
 // The error, wrapping ErrInput, ErrComparator or ErrExpected, means the
 // judge cannot grade: the skeleton, a run result, a comparator or an
 // expected value is unusable. Nothing the candidate wrote can cause it.
+// An error wrapping ErrChecker means a checker module failed (see
+// CheckerInput): the task is broken, though what the candidate wrote may
+// be what broke it.
 func Judge(in *Input) (*schema.Verdict, error) {
 	if in == nil || in.Cases == nil {
 		return nil, fmt.Errorf("%w: no cases", ErrInput)

@@ -130,6 +130,11 @@ func TestCheckerExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	module, err := os.ReadFile(filepath.Join(example, "task", "hidden", "checker.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moduleSum := sha256.Sum256(module)
 	grade := func(tk *task.Task, solution string) *schema.Verdict {
 		t.Helper()
 		out, err := strict.Grade(ctx, fake, strict.Request{
@@ -138,6 +143,13 @@ func TestCheckerExample(t *testing.T) {
 		})
 		if err != nil && out == nil {
 			t.Fatalf("%s: %v", solution, err)
+		}
+		logged := false
+		for _, e := range out.Log {
+			logged = logged || (e.Message == "checker module" && e.Attrs["module"] == "checker.wasm" && e.Attrs["sha256"] == hex.EncodeToString(moduleSum[:]))
+		}
+		if !logged {
+			t.Errorf("%s: the log does not record the checker module's sha256", solution)
 		}
 		return out.Verdict
 	}

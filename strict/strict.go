@@ -473,6 +473,7 @@ func (g *grade) prepareJudge(ctx context.Context, cl *sandbox.Cleanup, meta judg
 		return "", nil, err
 	}
 	g.log.Add("judge", "judge inputs loaded", "files", len(man.Files), "sha256", man.ArchiveSHA256)
+	g.logCheckers()
 	p, err := g.eng.Prepare(ctx, sandbox.Spec{
 		Run: g.req.Run, Phase: "judge", Image: g.req.JudgeImage, Cmd: g.judgeCmd, Env: []string{"TZ=UTC"},
 		Mounts: []sandbox.Mount{{Volume: vol, Target: judgeRoot, ReadOnly: true}},
@@ -483,6 +484,27 @@ func (g *grade) prepareJudge(ctx context.Context, cl *sandbox.Cleanup, meta judg
 		return vol, nil, fmt.Errorf("judge container: %w", err)
 	}
 	return vol, p, nil
+}
+
+// logCheckers records the module and sha256 of every checker comparator
+// the task's cases name: the verdict has no field for them (the task
+// digest covers them), the log says which module decided.
+func (g *grade) logCheckers() {
+	cs := g.task.Cases
+	seen := map[string]bool{}
+	for _, c := range cs.Cases {
+		cmp := cs.Comparator(c)
+		if cmp.Kind != judge.KindChecker || seen[cmp.Module] {
+			continue
+		}
+		seen[cmp.Module] = true
+		data, err := g.task.HiddenFile(cmp.Module)
+		if err != nil {
+			g.log.Add("judge", "checker module missing", "module", cmp.Module)
+			continue
+		}
+		g.log.Add("judge", "checker module", "module", cmp.Module, "sha256", digest(data))
+	}
 }
 
 // judgePolicy bounds the judge's input.

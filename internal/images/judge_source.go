@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "22104fb27791e302a9b8f263a57c5c95acc210257e97f5c4db41b91d1456fdc3"
+const judgeSource = "87973b525192df3624f4b8930ad1da08ffea18c92bf083b5cc26de93c7c3aebc"
