@@ -344,9 +344,21 @@ type checkerCall struct {
 	input, expected, output []byte
 }
 
+// checkerReads is the largest candidate output a checker with a memory
+// limit of pages is given: a sixteenth of its memory, so that no output a
+// candidate can produce leaves a checker too little memory to read it
+// (base64 in a JSON document, decoded) and turns its FAIL into a task's
+// ERROR. A larger output fails its case (output_limit).
+func checkerReads(pages uint32) int { return int(pages) * 65536 / 16 }
+
 // decideChecker asks the checker about one case. A checker failure is a
 // decision with err set.
 func decideChecker(d schema.Disclosure, ks *checkers, w expectation, kind schema.TaskKind, c Case, call checkerCall) decision {
+	pages, _, _ := w.cmp.checkerLimits()
+	if n, most := len(call.output), checkerReads(pages); n > most {
+		return fail(schema.DecidedByLimit, schema.ReasonOutputLimit,
+			fmt.Sprintf("output is %d bytes, more than the checker reads (%d, a sixteenth of its memory)", n, most))
+	}
 	frame, err := checkerFrame(CheckerInput{ID: c.ID, Kind: kind, Input: call.input, Expected: call.expected, Output: call.output})
 	if err != nil {
 		return decision{err: w.chk.failed(c.ID, "cannot encode its input: "+err.Error())}

@@ -246,6 +246,21 @@ func TestCheckerHostileOutputs(t *testing.T) {
 
 	// The record's object is one level: the deepest value it may hold
 	// is one less than MaxJSONDepth.
+	// An output over a sixteenth of the checker's memory fails before
+	// the checker runs: no candidate can starve it of memory.
+	big := checkerFixture([]byte("not even a module"), `,"memory_pages":64`, true,
+		checkerCase{id: "big", args: `["short"]`, output: strings.Repeat("x", 64*65536/16+1)})
+	if v, err = judgeDir(t, big.write(t)); err == nil {
+		t.Fatalf("a module that does not compile: verdict %s, want an error", v.Outcome)
+	}
+	big.hidden["checker.wasm"] = string(mod)
+	if v, err = judgeDir(t, big.write(t)); err != nil {
+		t.Fatal(err)
+	}
+	if c := v.Cases[0]; c.Outcome != schema.OutcomeFail || c.DecidedBy != schema.DecidedByLimit || v.ReasonCode != schema.ReasonOutputLimit {
+		t.Errorf("an output over what the checker reads: %s by %s, %s (%s)", c.Outcome, c.DecidedBy, v.ReasonCode, c.Reason)
+	}
+
 	deepValue := strings.Repeat("[", MaxJSONDepth-1) + strings.Repeat("]", MaxJSONDepth-1)
 	fn := checkerFixture(mod, "", false,
 		checkerCase{id: "deep", args: `["sorted",[1,2]]`, expected: `[1,2]`, output: deepValue},

@@ -68,4 +68,32 @@ func TestSolutionsOnDocker(t *testing.T) {
 		}
 		t.Logf("%s: %s in %d ms (judge %d ms)", tc.solution, v.Outcome, v.Timings.TotalMS, v.Timings.JudgeMS)
 	}
+
+	// The same task with a checker that traps: the real judge exits 4
+	// and the grade is a signed ERROR, checker_failed.
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("task")); err != nil {
+		t.Fatal(err)
+	}
+	// (module (memory 1) (func (export "_start") unreachable))
+	trap := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+		0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x03, 0x02, 0x01, 0x00, 0x05, 0x03, 0x01, 0x00, 0x01,
+		0x07, 0x13, 0x02, 0x06, 'm', 'e', 'm', 'o', 'r', 'y', 0x02, 0x00, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x00,
+		0x0a, 0x05, 0x01, 0x03, 0x00, 0x00, 0x0b}
+	if err := os.WriteFile(filepath.Join(dir, "hidden", "checker.wasm"), trap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken, err := task.Load(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ctrl.Grade(ctx, broken, controller.Submission{Dir: filepath.Join("solutions", "honest")})
+	if res == nil {
+		t.Fatalf("broken checker: no result: %v", err)
+	}
+	v := res.Verdict
+	if v.Outcome != schema.OutcomeError || v.ReasonCode != schema.ReasonCheckerFailed || !strings.Contains(v.Reason, "checker failed: module checker.wasm sha256 ") {
+		t.Errorf("broken checker: %s %s %q, want ERROR checker_failed naming the module", v.Outcome, v.ReasonCode, v.Reason)
+	}
+	t.Logf("broken checker: %s %s %s", v.Outcome, v.ReasonCode, v.Reason)
 }

@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "87973b525192df3624f4b8930ad1da08ffea18c92bf083b5cc26de93c7c3aebc"
+const judgeSource = "34919f4944c50d71d2e3aebfd09f59e939f5f0645e374e7d5dff820957e17ea1"
