@@ -311,8 +311,12 @@ func (k *checker) run(parent context.Context, c Comparator, caseID string, frame
 		return CheckerAnswer{}, k.failed(caseID, fmt.Sprintf("ran past its deadline of %d ms", timeout.Milliseconds()))
 	case errors.As(err, &exit) && exit.ExitCode() != 0:
 		return CheckerAnswer{}, k.failed(caseID, fmt.Sprintf("exited with status %d after %d ms%s", exit.ExitCode(), elapsed, tail))
-	case err != nil && !errors.As(err, &exit):
+	case err != nil && !errors.As(err, &exit) && strings.Contains(err.Error(), "wasm error: "):
 		return CheckerAnswer{}, k.failed(caseID, "trapped: "+trapMessage(err)+tail)
+	case err != nil && !errors.As(err, &exit):
+		// Not a trap: an import wazero does not provide (a module for
+		// another host than WASI), or a start function that failed.
+		return CheckerAnswer{}, k.failed(caseID, "could not run: "+trapMessage(err)+tail)
 	}
 	a, err := parseCheckerAnswer(stdout.buf.Bytes())
 	if err != nil {

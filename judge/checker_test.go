@@ -75,6 +75,14 @@ var (
 	loopModule = wasmModule(1, []byte{0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b})
 	// a memory of 5000 pages at least, more than any limit allows
 	bigMemoryModule = wasmModule(5000, []byte{0x00, 0x0b})
+	// (import "env" "f" (func)) (func (export "_start")): a module for
+	// another host
+	envImportModule = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+		0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type () -> ()
+		0x02, 0x09, 0x01, 0x03, 'e', 'n', 'v', 0x01, 'f', 0x00, 0x00, // import env.f
+		0x03, 0x02, 0x01, 0x00, // one function of type 0
+		0x07, 0x0a, 0x01, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x01, // export _start = func 1
+		0x0a, 0x04, 0x01, 0x02, 0x00, 0x0b}
 )
 
 // wasmModule assembles a module with one memory of min pages and one
@@ -308,6 +316,7 @@ func TestCheckerFailures(t *testing.T) {
 		{"wasm loop", loopModule, `,"timeout_ms":200`, "", "ran past its deadline of 200 ms"},
 		{"memory too large", bigMemoryModule, "", "", "min 5000 pages (312 Mi) over limit of 1024 pages"},
 		{"not wasm", []byte("#!/bin/sh\necho accept\n"), "", "", "not a usable WebAssembly module"},
+		{"not for WASI", envImportModule, "", "", "could not run: "},
 		{"empty", []byte{}, "", "", "not a usable WebAssembly module"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

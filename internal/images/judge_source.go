@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "34919f4944c50d71d2e3aebfd09f59e939f5f0645e374e7d5dff820957e17ea1"
+const judgeSource = "9345f1a3ebb3d62611c62d2a7cf142e5602e73675306d4f8b833db8067db8843"
