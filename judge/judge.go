@@ -29,7 +29,8 @@ const maxMillis = 604_800_000
 // Judge grades the candidate's outputs against the hidden cases and returns
 // the verdict: the controller's skeleton (in.Meta.Verdict) with the outcome,
 // reason code, reason, per-case records and tests hash filled in. It is a
-// pure function of its input.
+// pure function of its input, but for one thing: whether a checker
+// comparator meets its wall-clock deadline.
 //
 // Reasons are written under the skeleton's disclosure policy, or
 // schema.DisclosureDigest when it names none (the verdict then records

@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "9345f1a3ebb3d62611c62d2a7cf142e5602e73675306d4f8b833db8067db8843"
+const judgeSource = "2e89e69aa3a1a6f72ee3f227f22ddcf6284b983030813a205b6fb0b46ea38c40"
