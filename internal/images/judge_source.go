@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "555cd9aa9933518c03b45c83b89988b26a8f9466783812b371489361f8fb30e7"
+const judgeSource = "e529e9cf1cfbd142fa972d248ffe9219e329a84ae8987b076810235375ba4393"
