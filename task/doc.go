@@ -23,6 +23,10 @@
 // alone, which the controller takes from the task; expected values stay here
 // and in the judge.
 //
+// Other files of the task directory — a README.md, the reference/ solution
+// that strictgrade task check grades — are covered by the digest and handed
+// to no phase: the public view holds public/ only, the judge hidden/ only.
+//
 // Load refuses more than judge.MaxCases cases, the most whose verdict is
 // sure to stay within the schema's size limit.
 package task

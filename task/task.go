@@ -43,6 +43,10 @@ var ErrNotLoaded = errors.New("task: no snapshot: the task was not made by Load"
 //go:embed task-v1.json
 var specSchemaJSON []byte
 
+// SpecSchemaJSON returns a copy of the JSON Schema task.json is validated
+// against (task-v1.json).
+func SpecSchemaJSON() []byte { return bytes.Clone(specSchemaJSON) }
+
 // Spec is the content of task.json.
 type Spec struct {
 	Schema    string          `json:"schema"`

@@ -266,3 +266,48 @@ func TestCheckerModuleRequired(t *testing.T) {
 		t.Errorf("err = %v, want ErrInvalid naming the missing checker module", err)
 	}
 }
+
+// TestReferenceStaysOutOfThePublicView: a reference solution in the task
+// directory (reference/, next to public/ and hidden/) is covered by the
+// digest, which is of the whole directory, but never reaches the public view
+// or the hidden files the judge receives.
+func TestReferenceStaysOutOfThePublicView(t *testing.T) {
+	dir := copyExample(t, "sum")
+	if err := os.RemoveAll(filepath.Join(dir, "reference")); err != nil {
+		t.Fatal(err)
+	}
+	without, err := task.Load(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "reference"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "reference", "solution.py"), []byte("def solve(xs):\n    return sum(xs)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	with, err := task.Load(t.Context(), dir)
+	if err != nil {
+		t.Fatalf("a task with reference/ must load: %v", err)
+	}
+	if with.Digest == without.Digest {
+		t.Errorf("the digest does not cover reference/")
+	}
+	for name := range entries(t, with.Public().Files()) {
+		if strings.Contains(name, "reference") || strings.Contains(name, "solution") {
+			t.Errorf("the public view holds %s", name)
+		}
+	}
+	var hidden bytes.Buffer
+	if err := with.WriteHidden(t.Context(), &hidden); err != nil {
+		t.Fatal(err)
+	}
+	for name := range entries(t, &hidden) {
+		if !strings.HasPrefix(name, task.HiddenDir+"/") {
+			t.Errorf("the judge's hidden files hold %s", name)
+		}
+	}
+	if _, err := with.HiddenFile("../reference/solution.py"); err == nil {
+		t.Errorf("HiddenFile reaches reference/")
+	}
+}

@@ -33,8 +33,9 @@ const (
 	// ExitError: the command could not do its job (daemon unreachable, I/O
 	// failure, could not verify). Never a statement about the graded work.
 	ExitError = 3
-	// ExitQuarantined: the task itself is unfit to grade (compat tier
-	// baseline checks).
+	// ExitQuarantined: the task itself is unfit to grade (task check: a
+	// reference solution that does not pass, a no-op that passes, a compat
+	// baseline that quarantines).
 	ExitQuarantined = 4
 )
 

@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "2e89e69aa3a1a6f72ee3f227f22ddcf6284b983030813a205b6fb0b46ea38c40"
+const judgeSource = "7d5339f6839a65a294c9cdb530082dc1fa466a4de4cdb489b96db2b6efd4b542"

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -17,7 +19,7 @@ var input = filepath.Join("..", "..", "testdata", "input", "function")
 
 func TestRun(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"--root", input}, &stdout, &stderr); code != exitOK {
+	if code := run([]string{"--root", input}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 	if stderr.Len() != 0 {
@@ -63,7 +65,7 @@ func TestRunErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(tt.args, &stdout, &stderr)
+			code := run(tt.args, strings.NewReader(""), &stdout, &stderr)
 			if code != tt.code {
 				t.Errorf("exit %d, want %d", code, tt.code)
 			}
@@ -136,7 +138,7 @@ func TestRunCheckerFailed(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"--root", root}, &stdout, &stderr); code != exitChecker {
+	if code := run([]string{"--root", root}, strings.NewReader(""), &stdout, &stderr); code != exitChecker {
 		t.Fatalf("exit %d, want %d; stderr %q", code, exitChecker, stderr.String())
 	}
 	msg := stderr.String()
@@ -144,5 +146,32 @@ func TestRunCheckerFailed(t *testing.T) {
 		!strings.Contains(msg, "judge: checker failed: module checkers/trap.wasm sha256 ") ||
 		!strings.Contains(msg, "case empty: trapped: wasm error: unreachable") {
 		t.Errorf("stdout %q, stderr %q", stdout.String(), msg)
+	}
+}
+
+// TestWaitStdin: with --wait-stdin the judge reads its input only after its
+// standard input ends, and refuses a standard input that carries data.
+func TestWaitStdin(t *testing.T) {
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var stdout, stderr bytes.Buffer
+	go func() { done <- run([]string{"--root", input, "--wait-stdin"}, pr, &stdout, &stderr) }()
+	select {
+	case code := <-done:
+		t.Fatalf("the judge ended (%d) before its standard input did", code)
+	case <-time.After(200 * time.Millisecond):
+	}
+	pw.Close()
+	if code := <-done; code != exitOK || stdout.Len() == 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"--root", input, "--wait-stdin"}, strings.NewReader("x"), &stdout, &stderr); code != exitError || stdout.Len() != 0 {
+		t.Fatalf("data on standard input: exit %d, stdout %q", code, stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "closed without data") {
+		t.Fatalf("stderr %q", stderr.String())
 	}
 }
