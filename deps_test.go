@@ -221,7 +221,7 @@ var never = []struct {
 		name: "judge-binary",
 		from: []string{"judge/cmd/judge"},
 		deps: []string{"os/exec", "plugin", "runtime/cgo", "net/http", "os/signal", "github.com/docker/..."},
-		why:  "the judge binary never runs, loads or fetches code, and needs no cgo",
+		why:  "the judge binary never runs a process, loads a plugin, fetches code or executes candidate bytes, and needs no cgo: the only code it runs is a task's checker module, inside wazero",
 	},
 	{
 		name: "judge-go-cmp",
@@ -242,12 +242,18 @@ var pureAllowed = map[string][]string{
 }
 
 // judgeAllowed is everything outside the standard library the judge binary
-// may contain: its own packages, the verdict schema, and the one module
-// they use (jsonschema for verdict validation). go-cmp is not among them:
-// the judge compares JSON without it.
+// may contain: its own packages, the verdict schema, and the modules they
+// use (jsonschema for verdict validation; wazero, a pure-Go WebAssembly
+// runtime without cgo, to run a task's checker comparator, with the two
+// packages of golang.org/x/sys it needs). go-cmp is not
+// among them: the judge compares JSON without it.
 var judgeAllowed = []string{
 	"judge", "judge/cmd/judge", "schema",
 	"github.com/santhosh-tekuri/jsonschema/...",
+	"github.com/tetratelabs/wazero/...",
+	// wazero's own dependency: CPU feature detection and mmap for its
+	// compiler.
+	"golang.org/x/sys/cpu", "golang.org/x/sys/unix",
 }
 
 // TestNeverList encodes the dependencies the architecture forbids, for

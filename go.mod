@@ -11,6 +11,7 @@ require (
 	github.com/sigstore/protobuf-specs v0.5.2
 	github.com/sigstore/sigstore v1.10.11
 	github.com/stretchr/testify v1.12.1
+	github.com/tetratelabs/wazero v1.12.0
 	golang.org/x/term v0.45.0
 	golang.org/x/text v0.44.0
 	google.golang.org/protobuf v1.36.12

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -618,7 +619,12 @@ func TestCandidateRemovedMidRun(t *testing.T) {
 	removed := make(chan string, 1)
 	go func() {
 		defer wg.Done()
-		f := filters.NewArgs(filters.Arg("label", engine.LabelPhase+"=candidate"), filters.Arg("status", "running"))
+		// Only this process's containers: other processes share the
+		// daemon, and no other test of this one runs meanwhile.
+		pidns, _ := os.Readlink("/proc/self/ns/pid")
+		f := filters.NewArgs(filters.Arg("label", engine.LabelPhase+"=candidate"), filters.Arg("status", "running"),
+			filters.Arg("label", engine.LabelOwnerPID+"="+strconv.Itoa(os.Getpid())),
+			filters.Arg("label", engine.LabelOwnerPIDNS+"="+pidns))
 		for ctx.Err() == nil {
 			cs, err := cli.ContainerList(ctx, container.ListOptions{Filters: f})
 			if err == nil && len(cs) > 0 && cs[0].Labels[engine.LabelRun] != "" {

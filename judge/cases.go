@@ -170,8 +170,11 @@ func checkComparator(c Comparator, kind schema.TaskKind) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if kind == schema.KindFunction && c.Kind != KindJSON {
-		return fmt.Errorf("function tasks compare return values with kind json, not %s", c.Kind)
+	if kind == schema.KindFunction && c.Kind != KindJSON && c.Kind != KindChecker {
+		return fmt.Errorf("function tasks compare return values with kind json or checker, not %s", c.Kind)
+	}
+	if kind == schema.KindData && c.Kind == KindChecker {
+		return fmt.Errorf("the checker comparator applies to function and command tasks, not data tasks")
 	}
 	return nil
 }

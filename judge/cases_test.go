@@ -103,7 +103,7 @@ func TestLoadCasesErrors(t *testing.T) {
 		{"function without expected", fn, `{"cases":[{"id":"a","args":[]}]}`, `cases[0] (id "a"): function cases need args and expected`},
 		{"function args not array", fn, `{"cases":[{"id":"a","args":{"x":1},"expected":1}]}`, "args must be a JSON array"},
 		{"function with argv", fn, `{"cases":[{"id":"a","args":[],"expected":1,"argv":["x"]}]}`, "field argv does not apply to function tasks"},
-		{"function with other comparator", fn, `{"compare":{"kind":"lines"},"cases":[{"id":"a","args":[],"expected":1}]}`, "compare: function tasks compare return values with kind json, not lines"},
+		{"function with other comparator", fn, `{"compare":{"kind":"lines"},"cases":[{"id":"a","args":[],"expected":1}]}`, "compare: function tasks compare return values with kind json or checker, not lines"},
 		{"function case comparator", fn, `{"cases":[{"id":"a","args":[],"expected":1,"compare":{"kind":"exact"}}]}`, `cases[0] (id "a"): compare: function tasks compare`},
 		{"function expected NaN", fn, `{"cases":[{"id":"a","args":[],"expected":NaN}]}`, "syntax error"},
 		{"comparator without kind", fn, `{"compare":{"rel_tol":0.1},"cases":[{"id":"a","args":[],"expected":1}]}`, `compare: judge: invalid comparator: kind ""`},

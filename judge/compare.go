@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -22,10 +23,17 @@ const (
 	KindJSON           = schema.DecidedByJSON
 	KindUnorderedLines = schema.DecidedByUnorderedLines
 	KindCSV            = schema.DecidedByCSV
+	// KindChecker runs a WebAssembly module of the task's (see
+	// CheckerInput); only Judge can run it.
+	KindChecker = schema.DecidedByChecker
 )
 
-// kinds lists the comparator kinds in the order error messages name them.
-var kinds = []string{KindExact, KindLines, KindTokens, KindNumbers, KindJSON, KindUnorderedLines, KindCSV}
+// kinds lists the comparator kinds Compare runs, in the order error
+// messages name them; allKinds adds checker, which only Judge runs.
+var (
+	kinds    = []string{KindExact, KindLines, KindTokens, KindNumbers, KindJSON, KindUnorderedLines, KindCSV}
+	allKinds = append(slices.Clip(kinds), KindChecker)
+)
 
 // Comparator says how a candidate output is compared with the expected one.
 // The zero value is not valid: Kind is required. Options that do not apply
@@ -33,7 +41,7 @@ var kinds = []string{KindExact, KindLines, KindTokens, KindNumbers, KindJSON, Ki
 // believes it set a tolerance that has no effect.
 type Comparator struct {
 	// Kind is one of exact, lines, tokens, numbers, json, unordered_lines,
-	// csv.
+	// csv, checker.
 	Kind string `json:"kind"`
 	// AbsTol and RelTol make numbers equal when |a-b| <= AbsTol or
 	// |a-b| <= RelTol*max(|a|,|b|), computed in float64 (numbers, json,
@@ -52,16 +60,30 @@ type Comparator struct {
 	IgnoreCase bool `json:"ignore_case,omitempty"`
 	// CSVHeader says the first row is a header, compared exactly (csv).
 	CSVHeader bool `json:"csv_header,omitempty"`
+
+	// Module is the checker's WebAssembly module, a path relative to the
+	// task's hidden directory (checker, required).
+	Module string `json:"module,omitempty"`
+	// MemoryPages is the checker's memory limit in 64 KiB pages, 1 to
+	// MaxCheckerMemoryPages; 0 means DefaultCheckerMemoryPages (checker).
+	MemoryPages uint32 `json:"memory_pages,omitempty"`
+	// TimeoutMS is the deadline of one checker run in milliseconds, 1 to
+	// MaxCheckerTimeoutMS; 0 means DefaultCheckerTimeoutMS (checker).
+	TimeoutMS int `json:"timeout_ms,omitempty"`
+	// OutputBytes caps what one checker run writes to its standard
+	// output, 1 to MaxCheckerOutputBytes; 0 means
+	// DefaultCheckerOutputBytes (checker).
+	OutputBytes int `json:"output_bytes,omitempty"`
 }
 
 // Validate reports whether c is usable, as an error wrapping ErrComparator.
 func (c Comparator) Validate() error {
 	known := false
-	for _, k := range kinds {
+	for _, k := range allKinds {
 		known = known || c.Kind == k
 	}
 	if !known {
-		return fmt.Errorf("%w: kind %q is not one of %s", ErrComparator, c.Kind, strings.Join(kinds, ", "))
+		return fmt.Errorf("%w: kind %q is not one of %s", ErrComparator, c.Kind, strings.Join(allKinds, ", "))
 	}
 	numeric := c.Kind == KindNumbers || c.Kind == KindJSON || c.Kind == KindCSV
 	for _, t := range []struct {
@@ -87,6 +109,27 @@ func (c Comparator) Validate() error {
 		{"unordered_arrays", c.UnorderedArrays, []string{KindJSON}},
 		{"ignore_case", c.IgnoreCase, []string{KindLines, KindTokens, KindUnorderedLines, KindCSV}},
 		{"csv_header", c.CSVHeader, []string{KindCSV}},
+		{"module", c.Module != "", []string{KindChecker}},
+	}
+	if c.Kind == KindChecker {
+		if err := CheckRelPath(c.Module); err != nil {
+			return fmt.Errorf("%w: module: %v", ErrComparator, err)
+		}
+	}
+	for _, n := range []struct {
+		name     string
+		v, limit int64
+	}{
+		{"memory_pages", int64(c.MemoryPages), MaxCheckerMemoryPages},
+		{"timeout_ms", int64(c.TimeoutMS), MaxCheckerTimeoutMS},
+		{"output_bytes", int64(c.OutputBytes), MaxCheckerOutputBytes},
+	} {
+		switch {
+		case n.v != 0 && c.Kind != KindChecker:
+			return fmt.Errorf("%w: %s does not apply to kind %s", ErrComparator, n.name, c.Kind)
+		case n.v < 0 || n.v > n.limit:
+			return fmt.Errorf("%w: %s must be 1 to %d (0 or absent for the default)", ErrComparator, n.name, n.limit)
+		}
 	}
 	for _, f := range flags {
 		ok := !f.set
@@ -166,6 +209,8 @@ func compare(c Comparator, got, want []byte) (*finding, error) {
 		return compareJSONBytes(c, got, want)
 	case KindCSV:
 		return compareCSV(got, want, c)
+	case KindChecker:
+		return nil, fmt.Errorf("%w: the checker comparator runs only inside Judge, with the task's module", ErrComparator)
 	}
 	return nil, fmt.Errorf("%w: kind %q", ErrComparator, c.Kind)
 }

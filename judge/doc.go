@@ -22,6 +22,13 @@
 //   - unordered_lines: the multisets of lines are equal.
 //   - csv: rows and cells equal, numeric cells by value or within the
 //     tolerance, an optional header row compared exactly.
+//   - checker: the task's own WebAssembly module (hidden, WASI preview 1)
+//     decides, for cases with many right answers. The judge runs it with
+//     wazero, without file system, network or environment, with a
+//     deterministic clock and random source and within a memory limit, a
+//     deadline and an output cap; the candidate's output is data in its
+//     input (see CheckerInput). A checker that does not answer accept or
+//     reject is the task's defect (ErrChecker): the grade is an ERROR.
 //
 // Every comparator is deterministic, bounded in time and memory, never
 // panics, and explains a difference in a short Reason that points at the
@@ -47,5 +54,6 @@
 // schema.Verdict. A candidate that misbehaves in any way (wrong answer,
 // crash, timeout, malformed or missing output) gets a FAIL; Judge returns an
 // error only when the judge's own input is unusable, which is never the
-// candidate's doing.
+// candidate's doing, or when a task's checker fails (ErrChecker), which is
+// the task's.
 package judge

@@ -4,7 +4,9 @@ import "errors"
 
 // Sentinel errors. Every error the package returns wraps one of them, so a
 // caller can tell a broken task from a broken judge input with errors.Is.
-// None of them is ever caused by candidate bytes: those make a case FAIL.
+// None of them is ever caused by candidate bytes, those make a case FAIL,
+// with one exception: a checker (ErrChecker) that fails on what a
+// candidate wrote instead of rejecting it is still the task's defect.
 var (
 	// ErrComparator: a Comparator is not valid (Comparator.Validate).
 	ErrComparator = errors.New("judge: invalid comparator")
@@ -19,4 +21,9 @@ var (
 	// ErrTooLarge: a trusted input file (meta.json, cases.json, an expected
 	// file) exceeds the judge's limits.
 	ErrTooLarge = errors.New("judge: input too large")
+	// ErrChecker: a checker comparator's module failed: it is not a
+	// usable module, or a run trapped, exited non-zero, ran past its
+	// deadline, memory or output cap, or answered something that is not
+	// an answer. A defect of the task: the grade is an ERROR.
+	ErrChecker = errors.New("judge: checker failed")
 )

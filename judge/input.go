@@ -83,8 +83,8 @@ type RunResult struct {
 type Input struct {
 	Meta  Meta
 	Cases *Cases
-	// Hidden holds the expected files the cases name, by their path
-	// relative to the hidden directory.
+	// Hidden holds the expected files and checker modules the cases
+	// name, by their path relative to the hidden directory.
 	Hidden map[string][]byte
 	// Outputs holds what each case produced, by case index; it has one
 	// entry per case.
@@ -135,7 +135,8 @@ const (
 //
 //	meta.json                       Meta (controller)
 //	hidden/cases.json               Cases (the task's hidden directory, verbatim)
-//	hidden/<path>                   expected files named by expected_files
+//	hidden/<path>                   expected files named by expected_files,
+//	                                and checker modules (Comparator.Module)
 //	outputs/<i>/result.json         RunResult of case i, 0-based (controller)
 //	outputs/<i>/stdout              candidate's standard output
 //	outputs/<i>/stderr              candidate's standard error (never read)
@@ -187,6 +188,18 @@ func readInput(root string, lim limits) (*Input, error) {
 			}
 		}
 	}
+	for _, c := range in.Cases.Cases {
+		cmp := in.Cases.Comparator(c)
+		if cmp.Kind != KindChecker {
+			continue
+		}
+		if _, done := in.Hidden[cmp.Module]; done {
+			continue
+		}
+		if in.Hidden[cmp.Module], err = rd.trusted(HiddenDir+"/"+cmp.Module, rd.file, &rd.hidden); err != nil {
+			return nil, err
+		}
+	}
 	if err := rd.checkOutputs(len(in.Cases.Cases)); err != nil {
 		return nil, err
 	}
@@ -220,7 +233,7 @@ func readInput(root string, lim limits) (*Input, error) {
 				out.Files[ValueFile] = b
 			}
 		case schema.KindCommand:
-			if c.ExpectedStdout != nil {
+			if c.ExpectedStdout != nil || in.Cases.Comparator(c).Kind == KindChecker {
 				out.Stdout = rd.candidate(dir + StdoutFile)
 			}
 		case schema.KindData:

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,7 +29,8 @@ const maxMillis = 604_800_000
 // Judge grades the candidate's outputs against the hidden cases and returns
 // the verdict: the controller's skeleton (in.Meta.Verdict) with the outcome,
 // reason code, reason, per-case records and tests hash filled in. It is a
-// pure function of its input.
+// pure function of its input, but for one thing: whether a checker
+// comparator meets its wall-clock deadline.
 //
 // Reasons are written under the skeleton's disclosure policy, or
 // schema.DisclosureDigest when it names none (the verdict then records
@@ -56,7 +58,10 @@ const maxMillis = 604_800_000
 //     is compared with expected_stdout if there is one (wrong_answer);
 //     data: the exit status as for command, then every expected file
 //     must have been written and compare equal (extra files are
-//     ignored).
+//     ignored);
+//     with the checker comparator (function and command), the
+//     checker's answer replaces the comparison of V or stdout: accept
+//     passes, reject fails (checker, wrong_answer).
 //
 // An output the judge does not read whole (over MaxFileSize or what is
 // left of MaxOutputsSize, or over MaxJSONSize for the json comparator)
@@ -68,6 +73,9 @@ const maxMillis = 604_800_000
 // The error, wrapping ErrInput, ErrComparator or ErrExpected, means the
 // judge cannot grade: the skeleton, a run result, a comparator or an
 // expected value is unusable. Nothing the candidate wrote can cause it.
+// An error wrapping ErrChecker means a checker module failed (see
+// CheckerInput): the task is broken, though what the candidate wrote may
+// be what broke it.
 func Judge(in *Input) (*schema.Verdict, error) {
 	if in == nil || in.Cases == nil {
 		return nil, fmt.Errorf("%w: no cases", ErrInput)
@@ -113,9 +121,14 @@ func Judge(in *Input) (*schema.Verdict, error) {
 
 	// Everything trusted is checked before any candidate byte is looked
 	// at, so that whether the judge can grade never depends on them.
+	ks := newCheckers()
+	defer ks.close()
 	wants := make([]expectation, len(cases))
 	for i, c := range cases {
-		w, err := expect(in, c)
+		w, err := expect(in, ks, c)
+		if errors.Is(err, ErrChecker) {
+			return nil, err // names the module, in words a digest keeps
+		}
 		if err != nil {
 			return nil, fmt.Errorf("case %q: %w", c.ID, err)
 		}
@@ -130,7 +143,10 @@ func Judge(in *Input) (*schema.Verdict, error) {
 	firstCode := ""
 	for i, c := range cases {
 		out := in.Outputs[i]
-		d := decide(v.Disclosure, kind, c, wants[i], out)
+		d := decide(v.Disclosure, ks, kind, c, wants[i], out)
+		if d.err != nil {
+			return nil, d.err
+		}
 		rec := schema.Case{ID: c.ID, Outcome: schema.OutcomePass, DecidedBy: d.by, Exit: schema.ExitNotRun}
 		if !d.pass {
 			rec.Outcome = schema.OutcomeFail
@@ -183,13 +199,26 @@ type expectation struct {
 	cmp   Comparator
 	value any               // function: the parsed expected value
 	files map[string][]byte // data: expected content by output name
+	chk   *checker          // checker: the compiled module
+	// checker: the case's input and expected value as the checker
+	// reads them.
+	input, expected []byte
 }
 
 // expect checks a case's comparator and expected values.
-func expect(in *Input, c Case) (expectation, error) {
+func expect(in *Input, ks *checkers, c Case) (expectation, error) {
 	w := expectation{cmp: in.Cases.Comparator(c)}
 	if err := checkComparator(w.cmp, in.Meta.Kind); err != nil {
 		return w, fmt.Errorf("%w: %v", ErrComparator, err)
+	}
+	if w.cmp.Kind == KindChecker {
+		var err error
+		if w.input, w.expected, err = checkerInput(in.Meta.Kind, c); err != nil {
+			return w, err
+		}
+		if w.chk, err = ks.compile(w.cmp, in.Hidden); err != nil {
+			return w, err
+		}
 	}
 	switch in.Meta.Kind {
 	case schema.KindFunction:
@@ -252,6 +281,9 @@ type decision struct {
 	by     string // Case.DecidedBy
 	reason string
 	code   string // Verdict.ReasonCode when the case is the first failure
+	// err, when set, is a checker failure (ErrChecker): the case is not
+	// decided and the run cannot be graded.
+	err error
 }
 
 func pass(by string) decision { return decision{pass: true, by: by} }
@@ -262,7 +294,7 @@ func fail(by, code, reason string) decision {
 
 // decide grades one case (see Judge for the rules), writing its reason
 // under policy d.
-func decide(d schema.Disclosure, kind schema.TaskKind, c Case, w expectation, out Output) decision {
+func decide(d schema.Disclosure, ks *checkers, kind schema.TaskKind, c Case, w expectation, out Output) decision {
 	r := out.Result
 	if r == nil {
 		return fail(DecidedByOutput, ReasonMissingOutput, "the case did not run: no result was recorded")
@@ -289,10 +321,16 @@ func decide(d schema.Disclosure, kind schema.TaskKind, c Case, w expectation, ou
 	}
 	switch kind {
 	case schema.KindFunction:
-		return decideFunction(d, r, w, out)
+		return decideFunction(d, ks, c, r, w, out)
 	case schema.KindCommand:
 		if dec, ok := decideExit(c, r); !ok {
 			return dec
+		}
+		if w.cmp.Kind == KindChecker {
+			if dec, ok := usable(out.Stdout, "standard output"); !ok {
+				return dec
+			}
+			return decideChecker(d, ks, w, kind, c, checkerCall{input: w.input, expected: w.expected, output: out.Stdout.Data})
 		}
 		if c.ExpectedStdout == nil {
 			return pass(schema.DecidedByExitCode)
@@ -378,7 +416,7 @@ func jsonTooLarge(s subject, n int) decision {
 }
 
 // decideFunction grades a function case from the shim's record.
-func decideFunction(d schema.Disclosure, r *RunResult, w expectation, out Output) decision {
+func decideFunction(d schema.Disclosure, ks *checkers, c Case, r *RunResult, w expectation, out Output) decision {
 	b := out.Files[ValueFile]
 	if b == nil && r.ExitCode != 0 {
 		return fail(schema.DecidedByExitCode, schema.ReasonRuntimeError, fmt.Sprintf("exited with status %d without recording a result", r.ExitCode))
@@ -409,6 +447,14 @@ func decideFunction(d schema.Disclosure, r *RunResult, w expectation, out Output
 	}
 	if r.ExitCode != 0 {
 		return fail(schema.DecidedByExitCode, schema.ReasonRuntimeError, fmt.Sprintf("exited with status %d after recording a result", r.ExitCode))
+	}
+	if w.cmp.Kind == KindChecker {
+		value, err := json.Marshal(rec.value)
+		if err != nil {
+			// parseJSON made the value; it always encodes.
+			return fail(DecidedByOutput, schema.ReasonWrongAnswer, "the returned value cannot be encoded for the checker")
+		}
+		return decideChecker(d, ks, w, schema.KindFunction, c, checkerCall{input: w.input, expected: w.expected, output: value})
 	}
 	if f := compareJSONValues(w.cmp, rec.value, w.value); f != nil {
 		return fail(KindJSON, schema.ReasonWrongAnswer, record.reason(d, f, b.Data))

@@ -3,6 +3,7 @@ package sandboxtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -281,14 +282,26 @@ func shim(p *Proc, sources map[string]Python) int {
 
 // Judge is the fake's rendering of the judge image: it runs strictgrade's
 // real judge (package judge) in-process on the files mounted at the root
-// its command names ("/bin/judge --root DIR"), copied to a temporary
-// directory of the host first, and prints the verdict as the judge binary
-// does. Like the binary, it exits 3 when the input cannot be judged.
+// its command names ("/bin/judge --root DIR [--wait-stdin]"), copied to a
+// temporary directory of the host first, and prints the verdict as the
+// judge binary does. Like the binary, it exits 3 when the input cannot be
+// judged and judge.ExitCheckerFailed when a checker failed, and with
+// --wait-stdin reads its standard input to the end, which must carry no
+// data, before it reads the root.
 func Judge(p *Proc) int {
 	root := judge.DefaultRoot
-	for i := 1; i+1 < len(p.Args); i++ {
-		if p.Args[i] == "--root" {
+	for i := 1; i < len(p.Args); i++ {
+		switch {
+		case p.Args[i] == "--root" && i+1 < len(p.Args):
 			root = p.Args[i+1]
+		case p.Args[i] == "--wait-stdin":
+			if p.Stdin == nil {
+				break
+			}
+			if n, err := io.Copy(io.Discard, io.LimitReader(p.Stdin, 1)); err != nil || n > 0 {
+				p.Errorf("judge: wait for the input: standard input must be closed without data")
+				return 3
+			}
 		}
 	}
 	dir, err := os.MkdirTemp("", "sandboxtest-judge-*")
@@ -313,6 +326,9 @@ func Judge(p *Proc) int {
 		}
 	}
 	p.Errorf("judge: %s", strings.Join(strings.Fields(err.Error()), " "))
+	if errors.Is(err, judge.ErrChecker) {
+		return judge.ExitCheckerFailed
+	}
 	return 3
 }
 

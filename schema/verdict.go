@@ -261,6 +261,10 @@ const (
 	ReasonInfrastructure    = "infrastructure"
 	ReasonJudgeCrashed      = "judge_crashed"
 	ReasonInvalidVerdict    = "invalid_verdict"
+	// ReasonCheckerFailed: the task's checker comparator failed (trapped,
+	// exited non-zero, ran past a limit, or gave no usable answer), a
+	// defect of the task: the grade is an ERROR.
+	ReasonCheckerFailed = "checker_failed"
 )
 
 // Submission identifies the graded bytes.

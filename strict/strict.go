@@ -192,6 +192,16 @@ func (g *grade) errorVerdict(archive []byte, cause error) *schema.Verdict {
 	return grading.Errored(v, code, schema.Excerpt([]byte(g.say(schema.Redact(msg), msg)), 480))
 }
 
+// checkerLine is the judge's line about a failed checker, without its
+// "judge: " prefix, on one line and at most 400 bytes: words the digest
+// policy keeps up to the first quote (schema.Redact), so that the module's
+// path and sha256 and the case reach the verdict.
+func checkerLine(stderr []byte) string {
+	line := strings.Join(strings.Fields(strings.ToValidUTF8(string(stderr), "?")), " ")
+	line = strings.TrimPrefix(line, "judge: ")
+	return truncateUTF8(line, 400)
+}
+
 // judgeError is a judge misbehaviour, with the verdict reason code to use.
 type judgeError struct {
 	code string
@@ -257,16 +267,21 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	cl := &sandbox.Cleanup{}
 	defer cl.Run(ctx)
 	type prepared struct {
-		vol       string
-		container sandbox.Prepared
-		err       error
+		vol   string
+		judge *judgeRun
+		err   error
 	}
 	judgeVol := make(chan prepared, 1)
 	prepCtx, cancelPrep := context.WithCancel(ctx)
 	defer cancelPrep()
 	go func() {
-		vol, p, err := g.prepareJudge(prepCtx, cl, meta)
-		judgeVol <- prepared{vol, p, err}
+		vol, j, err := g.prepareJudge(prepCtx, cl, meta)
+		if err == nil && j.early {
+			// Started on the grade's context: the preparation's ends
+			// with the preparation.
+			j.start(ctx)
+		}
+		judgeVol <- prepared{vol, j, err}
 	}()
 	var jv prepared
 	jvReceived := false
@@ -308,7 +323,10 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 		return nil, archive, fmt.Errorf("prepare judge: %w", jv.err)
 	}
 	judgeStart := time.Now()
-	v, err := g.judge(ctx, jv.vol, jv.container, outs, meta)
+	if jv.judge.ready != nil {
+		jv.judge.start(ctx) // its start overlaps the loading of the outputs
+	}
+	v, err := g.judge(ctx, jv.vol, jv.judge, outs, meta)
 	g.timings.JudgeMS = time.Since(judgeStart).Milliseconds()
 	if err != nil {
 		return nil, archive, err
@@ -437,7 +455,7 @@ const judgeRoot = "/judge"
 // prepareJudge creates the judge's volume with the meta document and the
 // task's hidden directory, and creates (without starting) the judge's
 // container over it.
-func (g *grade) prepareJudge(ctx context.Context, cl *sandbox.Cleanup, meta judge.Meta) (string, sandbox.Prepared, error) {
+func (g *grade) prepareJudge(ctx context.Context, cl *sandbox.Cleanup, meta judge.Meta) (string, *judgeRun, error) {
 	var buf bytes.Buffer
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
@@ -463,16 +481,55 @@ func (g *grade) prepareJudge(ctx context.Context, cl *sandbox.Cleanup, meta judg
 		return "", nil, err
 	}
 	g.log.Add("judge", "judge inputs loaded", "files", len(man.Files), "sha256", man.ArchiveSHA256)
-	p, err := g.eng.Prepare(ctx, sandbox.Spec{
+	g.logCheckers()
+	spec := sandbox.Spec{
 		Run: g.req.Run, Phase: "judge", Image: g.req.JudgeImage, Cmd: g.judgeCmd, Env: []string{"TZ=UTC"},
 		Mounts: []sandbox.Mount{{Volume: vol, Target: judgeRoot, ReadOnly: true}},
-		Limits: sandbox.Limits{Wall: 2 * time.Minute, MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true},
-	})
+		Limits: sandbox.Limits{MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true},
+	}
+	j := &judgeRun{}
+	ok, early, wall := g.handshake()
+	spec.Limits.Wall = wall
+	if ok {
+		pr, pw := io.Pipe()
+		spec.Cmd = append(slices.Clone(spec.Cmd), "--wait-stdin")
+		spec.Stdin, j.ready, j.early = pr, pw, early
+	}
+	p, err := g.eng.Prepare(ctx, spec)
 	cl.Prepared(p)
 	if err != nil {
+		if j.ready != nil {
+			j.ready.CloseWithError(errAbandoned)
+		}
 		return vol, nil, fmt.Errorf("judge container: %w", err)
 	}
-	return vol, p, nil
+	j.p = p
+	// A judge that was started and is still waiting is stopped (its run
+	// then removes its container); the Prepared's own removal does
+	// nothing once the run has begun.
+	cl.Add(func(context.Context) error { j.stop(); return nil })
+	return vol, j, nil
+}
+
+// logCheckers records the module and sha256 of every checker comparator
+// the task's cases name: the verdict has no field for them (the task
+// digest covers them), the log says which module decided.
+func (g *grade) logCheckers() {
+	cs := g.task.Cases
+	seen := map[string]bool{}
+	for _, c := range cs.Cases {
+		cmp := cs.Comparator(c)
+		if cmp.Kind != judge.KindChecker || seen[cmp.Module] {
+			continue
+		}
+		seen[cmp.Module] = true
+		data, err := g.task.HiddenFile(cmp.Module)
+		if err != nil {
+			g.log.Add("judge", "checker module missing", "module", cmp.Module)
+			continue
+		}
+		g.log.Add("judge", "checker module", "module", cmp.Module, "sha256", digest(data))
+	}
 }
 
 // judgePolicy bounds the judge's input.
@@ -556,7 +613,7 @@ func (g *grade) graded(i int, name string) bool {
 
 // judge loads the outputs, runs the judge container and checks what it
 // said against what it was asked.
-func (g *grade) judge(ctx context.Context, vol string, prepared sandbox.Prepared, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
+func (g *grade) judge(ctx context.Context, vol string, jr *judgeRun, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
 	data, err := outputsArchive(outs, g.graded)
 	if err != nil {
 		return nil, err
@@ -566,11 +623,17 @@ func (g *grade) judge(ctx context.Context, vol string, prepared sandbox.Prepared
 		return nil, fmt.Errorf("load candidate outputs for the judge: %w", err)
 	}
 	g.log.Add("judge", "candidate outputs loaded", "files", len(man.Files), "bytes", man.TotalBytes)
-	res, err := prepared.Run(ctx)
+	res, err := jr.result(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("judge phase: %w", err)
 	}
 	g.log.Add("judge", "judge exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(), "stdout_bytes", len(res.Stdout))
+	if res.Exit == sandbox.ExitExited && res.Code == judge.ExitCheckerFailed {
+		// The task's checker failed: a task defect, never the
+		// candidate's FAIL. The judge's line names the module and its
+		// sha256.
+		return nil, &judgeError{schema.ReasonCheckerFailed, fmt.Errorf("the checker of the task failed: %s", checkerLine(res.Stderr))}
+	}
 	if res.Exit != sandbox.ExitExited || res.Code != 0 {
 		return nil, &judgeError{schema.ReasonJudgeCrashed, fmt.Errorf("ended with %s (code %d): %s", res.Exit, res.Code, schema.Excerpt(res.Stderr, 200))}
 	}

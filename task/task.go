@@ -290,6 +290,13 @@ func Load(ctx context.Context, dir string) (*Task, error) {
 				}
 			}
 		}
+		// A checker comparator's module must be there too; whether it
+		// is a usable module only the judge finds out.
+		if cmp := cases.Comparator(c); cmp.Kind == judge.KindChecker {
+			if _, ok := snap.hidden[cmp.Module]; !ok {
+				return nil, fmt.Errorf("%w: case %s: checker module %s/%s is not a regular file", ErrInvalid, c.ID, HiddenDir, cmp.Module)
+			}
+		}
 	}
 	if !snap.dirs[PublicDir] {
 		return nil, fmt.Errorf("%w: %s/ is missing", ErrInvalid, PublicDir)

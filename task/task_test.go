@@ -251,6 +251,22 @@ func TestPublicHoldsNothingHidden(t *testing.T) {
 	}
 }
 
+// TestCheckerModuleRequired: a task whose checker comparator names no
+// hidden file does not load.
+func TestCheckerModuleRequired(t *testing.T) {
+	dir := copyExample(t, "toposort")
+	if _, err := task.Load(t.Context(), dir); err != nil {
+		t.Fatalf("examples/toposort: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "hidden", "checker.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := task.Load(t.Context(), dir)
+	if !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "checker module hidden/checker.wasm is not a regular file") {
+		t.Errorf("err = %v, want ErrInvalid naming the missing checker module", err)
+	}
+}
+
 // TestReferenceStaysOutOfThePublicView: a reference solution in the task
 // directory (reference/, next to public/ and hidden/) is covered by the
 // digest, which is of the whole directory, but never reaches the public view

@@ -390,7 +390,7 @@ var caseFieldsDoc = map[schema.TaskKind]string{
 // comparatorKinds are the judge's comparator kinds, in the order its
 // errors name them (TestComparatorKinds checks them against the judge; the
 // judge package is left alone, as its source hash names the judge image).
-var comparatorKinds = []string{judge.KindExact, judge.KindLines, judge.KindTokens, judge.KindNumbers, judge.KindJSON, judge.KindUnorderedLines, judge.KindCSV}
+var comparatorKinds = []string{judge.KindExact, judge.KindLines, judge.KindTokens, judge.KindNumbers, judge.KindJSON, judge.KindUnorderedLines, judge.KindCSV, judge.KindChecker}
 
 var comparatorDocs = map[string]string{
 	judge.KindExact:          "the bytes must be identical.",
@@ -400,6 +400,7 @@ var comparatorDocs = map[string]string{
 	judge.KindJSON:           "the output parses as JSON and equals the expected value (objects by key; numbers as decimal values or within the tolerances).",
 	judge.KindUnorderedLines: "the same lines (normalised as for lines) in any order.",
 	judge.KindCSV:            "strict RFC 4180 CSV, row by row and cell by cell: a cell whose expected text is a number is compared as a number, any other as text.",
+	judge.KindChecker:        "the task's own checker, a WebAssembly (WASI) module among the hidden files, accepts or rejects the output (function and command tasks; see the README's \"Checker comparators\"); a checker that fails makes the grade ERROR.",
 }
 
 var comparatorOptionDocs = map[string]string{
@@ -409,6 +410,10 @@ var comparatorOptionDocs = map[string]string{
 	"unordered_arrays": "JSON arrays compare as multisets (json).",
 	"ignore_case":      "text compares after Unicode case folding (lines, tokens, unordered_lines, csv).",
 	"csv_header":       "the first row is a header, compared exactly (csv).",
+	"module":           "the checker module's path below hidden/ (checker).",
+	"memory_pages":     "the checker's memory in 64 KiB pages (checker).",
+	"timeout_ms":       "the checker's wall-clock time per case (checker).",
+	"output_bytes":     "the most the checker may write as its answer (checker).",
 }
 
 // fieldDocs describes task.json's properties; writeSchemaFields adds what

@@ -285,7 +285,11 @@ func TestComparatorKinds(t *testing.T) {
 		t.Errorf("the judge says %v; task new documents %v", err, comparatorKinds)
 	}
 	for _, k := range comparatorKinds {
-		if err := (judge.Comparator{Kind: k}).Validate(); err != nil {
+		c := judge.Comparator{Kind: k}
+		if k == judge.KindChecker {
+			c.Module = "checker.wasm" // the one kind with a required option
+		}
+		if err := c.Validate(); err != nil {
 			t.Errorf("%s: %v", k, err)
 		}
 	}

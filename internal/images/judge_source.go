@@ -4,4 +4,4 @@ package images
 
 // judgeSource is the source hash of the judge binary (sourceHash of
 // judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = "555cd9aa9933518c03b45c83b89988b26a8f9466783812b371489361f8fb30e7"
+const judgeSource = "7d5339f6839a65a294c9cdb530082dc1fa466a4de4cdb489b96db2b6efd4b542"

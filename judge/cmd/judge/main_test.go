@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -17,7 +19,7 @@ var input = filepath.Join("..", "..", "testdata", "input", "function")
 
 func TestRun(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"--root", input}, &stdout, &stderr); code != exitOK {
+	if code := run([]string{"--root", input}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 	if stderr.Len() != 0 {
@@ -63,7 +65,7 @@ func TestRunErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(tt.args, &stdout, &stderr)
+			code := run(tt.args, strings.NewReader(""), &stdout, &stderr)
 			if code != tt.code {
 				t.Errorf("exit %d, want %d", code, tt.code)
 			}
@@ -105,5 +107,71 @@ func TestStaticBinary(t *testing.T) {
 	}
 	if _, err := schema.Validate(bytes.TrimSpace(stdout.Bytes())); err != nil {
 		t.Fatalf("verdict fails the schema: %v", err)
+	}
+}
+
+// TestRunCheckerFailed: a checker that traps makes the judge exit with
+// ExitCheckerFailed and one line naming the module's sha256, and print no
+// verdict.
+func TestRunCheckerFailed(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(input)); err != nil {
+		t.Fatal(err)
+	}
+	cases, err := os.ReadFile(filepath.Join(input, "hidden", "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases = bytes.Replace(cases, []byte(`{"kind": "json"}`), []byte(`{"kind": "checker", "module": "checkers/trap.wasm"}`), 1)
+	// (module (memory 1) (func (export "_start") unreachable))
+	trap := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+		0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x03, 0x02, 0x01, 0x00, 0x05, 0x03, 0x01, 0x00, 0x01,
+		0x07, 0x13, 0x02, 0x06, 'm', 'e', 'm', 'o', 'r', 'y', 0x02, 0x00, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x00,
+		0x0a, 0x05, 0x01, 0x03, 0x00, 0x00, 0x0b}
+	for name, data := range map[string][]byte{"cases.json": cases, "checkers/trap.wasm": trap} {
+		p := filepath.Join(root, "hidden", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--root", root}, strings.NewReader(""), &stdout, &stderr); code != exitChecker {
+		t.Fatalf("exit %d, want %d; stderr %q", code, exitChecker, stderr.String())
+	}
+	msg := stderr.String()
+	if stdout.Len() != 0 || strings.Count(msg, "\n") != 1 ||
+		!strings.Contains(msg, "judge: checker failed: module checkers/trap.wasm sha256 ") ||
+		!strings.Contains(msg, "case empty: trapped: wasm error: unreachable") {
+		t.Errorf("stdout %q, stderr %q", stdout.String(), msg)
+	}
+}
+
+// TestWaitStdin: with --wait-stdin the judge reads its input only after its
+// standard input ends, and refuses a standard input that carries data.
+func TestWaitStdin(t *testing.T) {
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var stdout, stderr bytes.Buffer
+	go func() { done <- run([]string{"--root", input, "--wait-stdin"}, pr, &stdout, &stderr) }()
+	select {
+	case code := <-done:
+		t.Fatalf("the judge ended (%d) before its standard input did", code)
+	case <-time.After(200 * time.Millisecond):
+	}
+	pw.Close()
+	if code := <-done; code != exitOK || stdout.Len() == 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"--root", input, "--wait-stdin"}, strings.NewReader("x"), &stdout, &stderr); code != exitError || stdout.Len() != 0 {
+		t.Fatalf("data on standard input: exit %d, stdout %q", code, stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "closed without data") {
+		t.Fatalf("stderr %q", stderr.String())
 	}
 }
