@@ -4,10 +4,7 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -51,22 +48,5 @@ func TestBenchSum(t *testing.T) {
 		t.Errorf("wrong: the baseline should fail the case with negative numbers:\n%s", stderr)
 	}
 
-	// The check the README names, narrowed to this process's objects:
-	// other processes on the machine may be grading right now.
-	pid := strconv.Itoa(os.Getpid())
-	pidns, err := os.Readlink("/proc/self/ns/pid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"ps", "-aq"}, {"volume", "ls", "-q"}} {
-		args = append(args, "--filter", "label=dev.strictgrade.managed=true",
-			"--filter", "label=dev.strictgrade.owner.pid="+pid, "--filter", "label=dev.strictgrade.owner.pidns="+pidns)
-		out, err := exec.Command("docker", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("docker %v: %v\n%s", args, err, out)
-		}
-		if s := strings.TrimSpace(string(out)); s != "" {
-			t.Errorf("left behind (docker %s): %s", strings.Join(args[:2], " "), s)
-		}
-	}
+	assertNothingLeft(t)
 }

@@ -7,10 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,22 +124,7 @@ func TestRunResumeEngine(t *testing.T) {
 		t.Errorf("verify --run: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 
-	pid := strconv.Itoa(os.Getpid())
-	pidns, err := os.Readlink("/proc/self/ns/pid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"ps", "-aq"}, {"volume", "ls", "-q"}} {
-		args = append(args, "--filter", "label=dev.strictgrade.managed=true",
-			"--filter", "label=dev.strictgrade.owner.pid="+pid, "--filter", "label=dev.strictgrade.owner.pidns="+pidns)
-		out, err := exec.Command("docker", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("docker %v: %v\n%s", args, err, out)
-		}
-		if s := strings.TrimSpace(string(out)); s != "" {
-			t.Errorf("left behind (docker %s): %s", strings.Join(args[:2], " "), s)
-		}
-	}
+	assertNothingLeft(t)
 }
 
 // results reads a run's results.jsonl by item, failing on a duplicate.
