@@ -14,6 +14,7 @@ import (
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/batch"
 	"github.com/strictgrade/strictgrade/controller"
+	"github.com/strictgrade/strictgrade/internal/testtree"
 	"github.com/strictgrade/strictgrade/sandboxtest"
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -26,18 +27,7 @@ const (
 // graded counts the grades the fake ran, by source.
 var graded = map[string]*atomic.Int64{copySource: {}, wrongSource: {}}
 
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func writeFiles(t *testing.T, dir string, files map[string]string) { testtree.Write(t, dir, files) }
 
 // copyTask writes a one-case data task "copy" under root/copy.
 func copyTask(t *testing.T, root, id string) string {

@@ -2,12 +2,11 @@ package controller_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/controller"
+	"github.com/strictgrade/strictgrade/internal/testtree"
 	"github.com/strictgrade/strictgrade/sandboxtest"
 	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
@@ -31,18 +30,7 @@ func copyProgram(p *sandboxtest.Proc) int {
 }
 
 // writeFiles lays files out under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func writeFiles(t *testing.T, dir string, files map[string]string) { testtree.Write(t, dir, files) }
 
 // TestGradeUsesTheLoadedTask: the strict tier grades the task as Load read
 // it. A data task's input file and expected file change on disk after

@@ -11,23 +11,13 @@ import (
 	"github.com/strictgrade/strictgrade/batch"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/internal/cli"
+	"github.com/strictgrade/strictgrade/internal/testtree"
 	"github.com/strictgrade/strictgrade/sandboxtest"
 )
 
 const copySource = "import shutil\nshutil.copy('/input/in.txt', '/output/out.txt')\n"
 
-func writeTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func writeTree(t *testing.T, dir string, files map[string]string) { testtree.Write(t, dir, files) }
 
 // TestRunUsage: a malformed items file, an unknown task or a resume
 // without the key is a usage error, refused before any daemon is needed.
