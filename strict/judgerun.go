@@ -126,11 +126,15 @@ func (j *judgeRun) stop() {
 	started, finished := j.started, j.finished
 	j.finished = true
 	j.mu.Unlock()
+	// Cancel before ending the handshake, so that a judge never reads a
+	// volume whose outputs are incomplete while its run is still watched.
+	if started && !finished {
+		j.cancel()
+	}
 	if j.ready != nil {
 		j.ready.CloseWithError(errAbandoned)
 	}
 	if started && !finished {
-		j.cancel()
 		<-j.done
 	}
 }
