@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strictgrade/strictgrade/sandbox"
+	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
 )
 
@@ -67,7 +68,7 @@ func (g *grade) handshake() (ok, early bool, wall time.Duration) {
 		return false, false, judgeWork
 	}
 	s := g.task.Spec
-	if s.Isolation != task.PerCase && s.Kind == "function" {
+	if s.Isolation != task.PerCase && s.Kind == schema.KindFunction {
 		// One candidate container: its phase is bounded by the cases'
 		// time, as the candidate package bounds it, plus the engine.
 		bound := time.Duration(len(g.task.Cases.Cases))*s.Limits.CaseTime() + 5*time.Second
