@@ -3,6 +3,7 @@ package controller
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
 
@@ -24,8 +25,18 @@ func TestBoundRefusesAVerdictAboutAnythingElse(t *testing.T) {
 		v.Submission = schema.Submission{Kind: schema.SubmissionArchive, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(archive))}
 		return v, &outcome{verdict: v, archive: archive, task: taskDigest, tier: schema.TierStrict}
 	}
-	if v, out := good(); bound(v, h, out) != nil {
-		t.Fatalf("a faithful verdict: %v", bound(v, h, out))
+	if v, out := good(); bound(v, h, out, nil) != nil {
+		t.Fatalf("a faithful verdict: %v", bound(v, h, out, nil))
+	}
+	// A failure of the grader is ERROR, and ERROR is nothing else.
+	if v, out := good(); bound(v, h, out, errors.New("daemon gone")) == nil {
+		t.Error("a PASS returned with an error: accepted")
+	}
+	if v, out := good(); bound(grading.Errored(v, "", "x"), h, out, nil) == nil {
+		t.Error("an ERROR returned without an error: accepted")
+	}
+	if v, out := good(); bound(grading.Errored(v, "", "x"), h, out, errors.New("daemon gone")) != nil {
+		t.Error("an ERROR with its error: refused")
 	}
 	for name, edit := range map[string]func(v *schema.Verdict, out *outcome){
 		"another run":        func(v *schema.Verdict, _ *outcome) { v.RunID = "g9999999999" },
@@ -40,7 +51,7 @@ func TestBoundRefusesAVerdictAboutAnythingElse(t *testing.T) {
 	} {
 		v, out := good()
 		edit(v, out)
-		if bound(v, h, out) == nil {
+		if bound(v, h, out, nil) == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

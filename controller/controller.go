@@ -297,7 +297,7 @@ func (c *Controller) run(ctx context.Context, nonce string, tier func(context.Co
 	}
 	log := grading.NewLog(h)
 	v := out.verdict
-	if err := bound(v, h, out); err != nil {
+	if err := bound(v, h, out, gradeErr); err != nil {
 		// A verdict about something else is never signed.
 		log.Add("sign", "verdict refused", "error", err.Error())
 		return nil, fmt.Errorf("%w: %w", ErrCouldNotGrade, errors.Join(gradeErr, err))
@@ -319,10 +319,13 @@ func (c *Controller) run(ctx context.Context, nonce string, tier func(context.Co
 
 // bound checks that a tier's verdict is about this grade: its run, nonce,
 // tier, task and the bytes the caller gets back, and that an ERROR comes
-// with an error and only with one.
-func bound(v *schema.Verdict, h grading.Header, out *outcome) error {
+// with an error and only with one, so that no failure of the grader is
+// ever signed as a PASS or a FAIL.
+func bound(v *schema.Verdict, h grading.Header, out *outcome, gradeErr error) error {
 	sum := sha256.Sum256(out.archive)
 	switch {
+	case (gradeErr != nil) != (v.Outcome == schema.OutcomeError):
+		return fmt.Errorf("the tier returned %s with error %v", v.Outcome, gradeErr)
 	case v.RunID != h.Run || v.Nonce != h.Nonce:
 		return errors.New("the verdict names another run")
 	case v.Tier != out.tier:
