@@ -1,19 +1,11 @@
 package engine
 
 import (
-	_ "embed"
 	"fmt"
-	"path"
-	"strconv"
 
 	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/streamout"
 )
-
-// streamScript is the wrapper that runs a StreamOut command and writes its
-// directory on standard output (see StreamOut and the script's header).
-//
-//go:embed streamout.py
-var streamScript string
 
 // tmpfsOptions are the mount options of a StreamOut tmpfs: capped in size
 // and inodes, owned by the sandbox user, nothing executable or special.
@@ -22,37 +14,10 @@ func tmpfsOptions(so StreamOut) string {
 		so.Bytes, so.Inodes, SandboxUID, SandboxUID)
 }
 
-// pathBounds returns the name length and depth beyond which the firewall
-// rejects an entry under pol; the wrapper stops there.
-func pathBounds(pol firewall.Policy) (maxName, maxDepth int) {
-	maxName, maxDepth = pol.MaxNameLen, pol.MaxDepth
-	if maxName <= 0 {
-		maxName = firewall.DefaultMaxNameLen
-	}
-	if maxDepth <= 0 {
-		maxDepth = firewall.DefaultMaxDepth
-	}
-	return min(maxName, firewall.CeilingMaxNameLen), min(maxDepth, firewall.CeilingMaxDepth)
-}
-
 // streamCommand wraps cmd in the stream-out wrapper.
 func streamCommand(so StreamOut, cmd []string, pol firewall.Policy) []string {
-	maxName, maxDepth := pathBounds(pol)
-	return append([]string{"python3", "-I", "-c", streamScript,
-		so.Dir, path.Base(so.Dir), strconv.Itoa(maxName), strconv.Itoa(maxDepth)}, cmd...)
+	return streamout.Command(so, cmd, pol)
 }
 
-// streamCap is the most the wrapper writes for a tmpfs with these caps. Every
-// entry it writes but the last is a distinct inode of the tmpfs; an entry
-// costs at most a PAX header block, a path record of at most the cut name
-// (the name bound plus a few bytes and the record's framing) rounded up to
-// a block, a USTAR header block and the padding of its data; the data of
-// the regular files, none of them sparse, fits in the tmpfs's size; and
-// the archive ends with two zero blocks.
-func streamCap(so StreamOut, pol firewall.Policy) int64 {
-	const block = 512
-	maxName, _ := pathBounds(pol)
-	record := (int64(maxName) + 64 + block - 1) / block * block
-	perEntry := 3*block + record
-	return so.Bytes + (so.Inodes+1)*perEntry + 2*block
-}
+// streamCap is the most the wrapper writes for a tmpfs with these caps.
+func streamCap(so StreamOut, pol firewall.Policy) int64 { return streamout.Cap(so, pol) }

@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/strslice"
 
 	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/streamout"
 )
 
 func frame(stream byte, payload string) []byte {
@@ -284,7 +285,7 @@ func TestStreamOutProfile(t *testing.T) {
 		t.Error("the /tmp tmpfs is gone")
 	}
 	cmd := []string(cfg.Cmd)
-	if len(cmd) < 8 || cmd[0] != "python3" || cmd[1] != "-I" || cmd[2] != "-c" || cmd[3] != streamScript || cmd[4] != "/output" || cmd[5] != "output" {
+	if len(cmd) < 8 || cmd[0] != "python3" || cmd[1] != "-I" || cmd[2] != "-c" || cmd[3] != streamout.Script || cmd[4] != "/output" || cmd[5] != "output" {
 		t.Errorf("wrapped command %q", cmd[:min(len(cmd), 3)])
 	}
 	if got := cmd[len(cmd)-2:]; got[0] != "python3" || got[1] != "solution.py" {

@@ -1,4 +1,4 @@
-# strictgrade stream-out wrapper (see engine.StreamOut). The engine starts it
+# strictgrade stream-out wrapper (see sandbox.StreamOut). The engine starts it
 # as
 #
 #     python3 -I -c <this file> DIR NAME MAXNAME MAXDEPTH CMD [ARG...]
