@@ -1,0 +1,234 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/strictgrade/strictgrade/sandbox"
+)
+
+// ErrUnsupported means the backend cannot do what was asked soundly yet:
+// sessions, writable volume mounts and Spec.Collect. Matched with
+// errors.Is.
+var ErrUnsupported = errors.New("kubernetes: not supported by this backend")
+
+// NetworkPolicyName is the deny-all NetworkPolicy New creates in the
+// namespace: it selects every managed pod and allows no traffic either way.
+const NetworkPolicyName = "strictgrade-deny-all"
+
+// Config configures the Kubernetes backend. The zero value reads the
+// kubeconfig named by $KUBECONFIG (or ~/.kube/config), uses its context's
+// namespace (or "default") and needs LoaderImage.
+type Config struct {
+	// Kubeconfig is the path of the kubeconfig file; empty means
+	// $KUBECONFIG, then ~/.kube/config, then the in-cluster
+	// configuration.
+	Kubeconfig string
+	// Namespace holds every pod; empty means the kubeconfig context's
+	// namespace, or "default". It must exist.
+	Namespace string
+	// RuntimeClass is the pods' runtimeClassName ("gvisor"); empty means
+	// the cluster's default runtime, recorded as runc.
+	RuntimeClass string
+	// LoaderImage is the image of the init container that lays out
+	// volumes: any image with python3 (3.9 or later) at /usr/bin or
+	// /usr/local/bin, such as the strictgrade runtime image. Required.
+	LoaderImage string
+	// NodeName, when set, binds every pod to that node (a cluster without
+	// a scheduler needs it); empty leaves pods to the scheduler.
+	NodeName string
+	// StartTimeout bounds how long a pod may take to be scheduled and to
+	// start a container; zero means 60s. A pod that never starts is an
+	// error after it.
+	StartTimeout time.Duration
+	// LostTimeout bounds how long the API server may be unreachable while
+	// a run waits on it; zero means 20s.
+	LostTimeout time.Duration
+	// CleanupTimeout bounds each removal on the way out; zero means 30s.
+	CleanupTimeout time.Duration
+	// VolumeDir holds the host-side volumes; empty means
+	// $TMPDIR/strictgrade-kubernetes-volumes, created 0700.
+	VolumeDir string
+	// QPS and Burst bound the client's request rate; zero means 100 and
+	// 200.
+	QPS   float32
+	Burst int
+	// Logger receives debug logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Backend is the Kubernetes sandbox.Backend.
+type Backend struct {
+	cfg  Config
+	rest *rest.Config
+	cli  kubernetes.Interface
+	log  *slog.Logger
+	vols *volumeStore
+
+	imgMu  sync.Mutex
+	images map[string]string // image ref → image ID, resolved once
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+
+// New connects to the API server named by cfg, checks that the namespace
+// exists and creates the deny-all NetworkPolicy there (sandbox.ErrPreflight
+// when any of it fails). Close the backend when done.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	rc, ns, err := restConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kubeconfig: %v", sandbox.ErrPreflight, err)
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = ns
+	}
+	cli, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kubernetes client: %v", sandbox.ErrPreflight, err)
+	}
+	return newBackend(ctx, cfg, rc, cli)
+}
+
+// newBackend finishes New with a given client (a fake one in tests).
+func newBackend(ctx context.Context, cfg Config, rc *rest.Config, cli kubernetes.Interface) (*Backend, error) {
+	if cfg.LoaderImage == "" {
+		return nil, fmt.Errorf("%w: a loader image (with python3) is required", sandbox.ErrPreflight)
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 60 * time.Second
+	}
+	if cfg.LostTimeout <= 0 {
+		cfg.LostTimeout = 20 * time.Second
+	}
+	if cfg.CleanupTimeout <= 0 {
+		cfg.CleanupTimeout = 30 * time.Second
+	}
+	if cfg.VolumeDir == "" {
+		cfg.VolumeDir = filepath.Join(os.TempDir(), "strictgrade-kubernetes-volumes")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	vols, err := openVolumeStore(cfg.VolumeDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: volume directory: %v", sandbox.ErrPreflight, err)
+	}
+	b := &Backend{cfg: cfg, rest: rc, cli: cli, log: log, vols: vols, images: map[string]string{}}
+	if _, err := cli.CoreV1().Namespaces().Get(ctx, cfg.Namespace, metav1.GetOptions{}); err != nil {
+		return nil, fmt.Errorf("%w: namespace %q: %v", sandbox.ErrPreflight, cfg.Namespace, err)
+	}
+	if err := b.ensureNetworkPolicy(ctx); err != nil {
+		return nil, fmt.Errorf("%w: network policy: %v", sandbox.ErrPreflight, err)
+	}
+	return b, nil
+}
+
+func restConfig(cfg Config) (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if cfg.Kubeconfig != "" {
+		rules.ExplicitPath = cfg.Kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
+	if rc.QPS <= 0 {
+		rc.QPS = 100
+	}
+	if rc.Burst <= 0 {
+		rc.Burst = 200
+	}
+	return rc, ns, nil
+}
+
+// denyAll is the NetworkPolicy that isolates every managed pod.
+func denyAll(namespace string) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: NetworkPolicyName, Namespace: namespace,
+			Labels: map[string]string{sandbox.LabelManaged: "true"},
+		},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{sandbox.LabelManaged: "true"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		},
+	}
+}
+
+func (b *Backend) ensureNetworkPolicy(ctx context.Context) error {
+	np := denyAll(b.cfg.Namespace)
+	_, err := b.cli.NetworkingV1().NetworkPolicies(b.cfg.Namespace).Create(ctx, np, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Someone may have loosened it: put ours back.
+		cur, gerr := b.cli.NetworkingV1().NetworkPolicies(b.cfg.Namespace).Get(ctx, NetworkPolicyName, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		np.ResourceVersion = cur.ResourceVersion
+		_, err = b.cli.NetworkingV1().NetworkPolicies(b.cfg.Namespace).Update(ctx, np, metav1.UpdateOptions{})
+	}
+	return err
+}
+
+// Runtime implements sandbox.Backend: "kubernetes/" and the runtime class,
+// or "kubernetes/runc" for the cluster's default.
+func (b *Backend) Runtime() string {
+	if b.cfg.RuntimeClass != "" {
+		return "kubernetes/" + b.cfg.RuntimeClass
+	}
+	return "kubernetes/runc"
+}
+
+// Namespace is the namespace that holds the backend's pods.
+func (b *Backend) Namespace() string { return b.cfg.Namespace }
+
+// Close implements sandbox.Backend. The client holds nothing that needs
+// closing; every pod a run made is already gone.
+func (b *Backend) Close() error { return nil }
+
+// Start implements sandbox.Starter: sessions are not supported yet.
+func (b *Backend) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Session, error) {
+	return nil, fmt.Errorf("%w: sessions", ErrUnsupported)
+}
+
+func (b *Backend) cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return sandbox.CleanupContext(ctx, b.cfg.CleanupTimeout)
+}
+
+// deletePod removes a pod at once (grace period zero), on a context that
+// survives ctx; a missing pod is not an error.
+func (b *Backend) deletePod(ctx context.Context, name string) error {
+	cctx, cancel := b.cleanupCtx(ctx)
+	defer cancel()
+	zero := int64(0)
+	err := b.cli.CoreV1().Pods(b.cfg.Namespace).Delete(cctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if err != nil && !apierrors.IsNotFound(err) {
+		b.log.Debug("delete pod failed", "pod", name, "err", err)
+		return fmt.Errorf("kubernetes: delete pod %s: %w", name, err)
+	}
+	return nil
+}
+

@@ -1,0 +1,454 @@
+package kubernetes
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/sandbox"
+)
+
+func testPod(t *testing.T, spec sandbox.Spec, cfg Config) *corev1.Pod {
+	t.Helper()
+	b := &Backend{cfg: cfg}
+	lim, err := b.check(&spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buildPod(podParams{name: "sg-r-p-0", namespace: "ns", spec: spec, lim: lim, cfg: cfg,
+		mountBytes: make([]int64, len(spec.Mounts)), owner: map[string]string{"k": "v"}})
+}
+
+func TestPodHardening(t *testing.T) {
+	cfg := Config{LoaderImage: "loader:1", RuntimeClass: "gvisor", NodeName: "node-a", StartTimeout: 30 * time.Second}
+	spec := sandbox.Spec{
+		Run: "run1", Phase: "candidate", Image: "img:1", Cmd: []string{"/bin/x", "a"},
+		Env: []string{"A=1", "B=x=y"}, WorkDir: "/w", Stdin: strings.NewReader(""),
+		Mounts: []sandbox.Mount{{Volume: "sgv-000000000001", Target: "/in", ReadOnly: true}},
+		Limits: sandbox.Limits{Wall: 10 * time.Second, MemoryBytes: 256 << 20, NanoCPUs: 1.5e9, TmpfsBytes: 8 << 20, FileBytes: 32 << 20},
+	}
+	pod := testPod(t, spec, cfg)
+	ps := pod.Spec
+
+	if diff := cmp.Diff(map[string]string{sandbox.LabelManaged: "true", sandbox.LabelRun: "run1", sandbox.LabelPhase: "candidate"}, pod.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if pod.Annotations["k"] != "v" {
+		t.Errorf("owner annotations %v", pod.Annotations)
+	}
+	checks := []struct {
+		what string
+		ok   bool
+	}{
+		{"restartPolicy Never", ps.RestartPolicy == corev1.RestartPolicyNever},
+		{"no service account token", ps.AutomountServiceAccountToken != nil && !*ps.AutomountServiceAccountToken},
+		{"no service links", ps.EnableServiceLinks != nil && !*ps.EnableServiceLinks},
+		{"no host network", !ps.HostNetwork},
+		{"no host pid", !ps.HostPID},
+		{"no host ipc", !ps.HostIPC},
+		{"no shared pid namespace", ps.ShareProcessNamespace != nil && !*ps.ShareProcessNamespace},
+		{"runtime class", ps.RuntimeClassName != nil && *ps.RuntimeClassName == "gvisor"},
+		{"node name", ps.NodeName == "node-a"},
+		{"deadline backstop", ps.ActiveDeadlineSeconds != nil && *ps.ActiveDeadlineSeconds == 10+30+deadlineSlack},
+		{"pod runs as non-root", *ps.SecurityContext.RunAsNonRoot && *ps.SecurityContext.RunAsUser == sandbox.UID && *ps.SecurityContext.RunAsGroup == sandbox.UID},
+		{"fsGroup", *ps.SecurityContext.FSGroup == sandbox.UID},
+		{"pod seccomp RuntimeDefault", ps.SecurityContext.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault},
+		{"one init container, one container", len(ps.InitContainers) == 1 && len(ps.Containers) == 1},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: %+v", c.what, ps)
+		}
+	}
+
+	wantRes := corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("1500m"),
+		corev1.ResourceMemory:           resource.MustParse("256Mi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("32Mi"),
+	}
+	for _, c := range append(slices.Clone(ps.InitContainers), ps.Containers...) {
+		sc := c.SecurityContext
+		cchecks := []struct {
+			what string
+			ok   bool
+		}{
+			{"non-root", *sc.RunAsNonRoot && *sc.RunAsUser == sandbox.UID && *sc.RunAsGroup == sandbox.UID},
+			{"read-only root", *sc.ReadOnlyRootFilesystem},
+			{"no privilege escalation", !*sc.AllowPrivilegeEscalation},
+			{"not privileged", !*sc.Privileged},
+			{"drop ALL", slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) && len(sc.Capabilities.Add) == 0},
+			{"seccomp RuntimeDefault", sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault},
+			{"default proc mount", *sc.ProcMount == corev1.DefaultProcMount},
+			{"never pulls", c.ImagePullPolicy == corev1.PullNever},
+			{"stdin once", c.Stdin && c.StdinOnce},
+			{"no tty", !c.TTY},
+		}
+		for _, cc := range cchecks {
+			if !cc.ok {
+				t.Errorf("container %s: %s: %+v", c.Name, cc.what, c)
+			}
+		}
+		for name, want := range wantRes {
+			if got := c.Resources.Limits[name]; got.Cmp(want) != 0 {
+				t.Errorf("container %s: limit %s = %s, want %s", c.Name, name, got.String(), want.String())
+			}
+			if got := c.Resources.Requests[name]; got.Cmp(want) != 0 {
+				t.Errorf("container %s: request %s = %s, want %s", c.Name, name, got.String(), want.String())
+			}
+		}
+	}
+
+	load, work := ps.InitContainers[0], ps.Containers[0]
+	if load.Image != "loader:1" || load.Command[0] != "python3" || load.Command[4] != loadScript || load.Command[5] != "/sg/m0" {
+		t.Errorf("loader: %q %q", load.Image, load.Command[:4])
+	}
+	if work.Image != "img:1" || !slices.Equal(work.Command, spec.Cmd) || work.WorkingDir != "/w" {
+		t.Errorf("work: %q %q %q", work.Image, work.Command, work.WorkingDir)
+	}
+	if diff := cmp.Diff([]corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "x=y"}}, work.Env); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range work.VolumeMounts {
+		mounts[m.MountPath] = m
+	}
+	if m := mounts["/in"]; m.Name != "m0" || !m.ReadOnly {
+		t.Errorf("input mount %+v, want m0 read-only", m)
+	}
+	if m := mounts["/tmp"]; m.Name != "tmp" || m.ReadOnly {
+		t.Errorf("/tmp mount %+v", m)
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range ps.Volumes {
+		vols[v.Name] = v
+	}
+	tmp := vols["tmp"].EmptyDir
+	if tmp == nil || tmp.Medium != corev1.StorageMediumMemory || tmp.SizeLimit.Value() != 8<<20 {
+		t.Errorf("/tmp volume %+v, want a memory emptyDir of 8 MiB", vols["tmp"])
+	}
+	if vols["m0"].EmptyDir == nil || len(vols) != 2 {
+		t.Errorf("volumes %+v: want only emptyDirs", ps.Volumes)
+	}
+	for _, v := range ps.Volumes {
+		if v.EmptyDir == nil {
+			t.Errorf("volume %s is not an emptyDir: %+v", v.Name, v.VolumeSource)
+		}
+	}
+}
+
+func TestPodWithoutStdinOrRuntimeClass(t *testing.T) {
+	pod := testPod(t, sandbox.Spec{Run: "r", Phase: "p", Image: "i"}, Config{LoaderImage: "l"})
+	if w := pod.Spec.Containers[0]; w.Stdin || w.StdinOnce {
+		t.Error("stdin open without Spec.Stdin")
+	}
+	if pod.Spec.RuntimeClassName != nil || pod.Spec.NodeName != "" {
+		t.Errorf("runtime class %v, node %q", pod.Spec.RuntimeClassName, pod.Spec.NodeName)
+	}
+}
+
+func TestPodStreamOut(t *testing.T) {
+	spec := sandbox.Spec{Run: "r", Phase: "p", Image: "i", Cmd: []string{"sh", "-c", "x"},
+		StreamOut: &sandbox.StreamOut{Dir: "/output", Bytes: 1 << 20, Inodes: 10}}
+	pod := testPod(t, spec, Config{LoaderImage: "l"})
+	w := pod.Spec.Containers[0]
+	if w.Command[0] != "python3" || !slices.Equal(w.Command[len(w.Command)-3:], spec.Cmd) {
+		t.Errorf("stream-out command %q", w.Command)
+	}
+	var found bool
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == "streamout" {
+			found = v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory && v.EmptyDir.SizeLimit.Value() == 1<<20
+		}
+	}
+	if !found {
+		t.Errorf("no 1 MiB memory emptyDir for the stream-out directory: %+v", pod.Spec.Volumes)
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	b := &Backend{cfg: Config{LoaderImage: "l"}}
+	base := func() sandbox.Spec { return sandbox.Spec{Run: "r", Phase: "p", Image: "i"} }
+	tests := []struct {
+		name string
+		edit func(*sandbox.Spec)
+		want error
+	}{
+		{"writable mount", func(s *sandbox.Spec) { s.Mounts = []sandbox.Mount{{Volume: "v", Target: "/w"}} }, ErrUnsupported},
+		{"collect", func(s *sandbox.Spec) { s.Collect = []string{"/w"} }, ErrUnsupported},
+		{"label value ending in a dash", func(s *sandbox.Spec) { s.Run = "run-" }, sandbox.ErrSpec},
+		{"64-byte run", func(s *sandbox.Spec) { s.Run = strings.Repeat("a", 64) }, sandbox.ErrSpec},
+		{"another runtime", func(s *sandbox.Spec) { s.Runtime = "runsc" }, sandbox.ErrPreflight},
+		{"memory above the maximum", func(s *sandbox.Spec) { s.Limits.MemoryBytes = sandbox.MaxLimits.MemoryBytes + 1 }, sandbox.ErrSpec},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.edit(&s)
+			if _, err := b.check(&s); !errors.Is(err, tc.want) {
+				t.Errorf("check: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	s := base()
+	s.Runtime = "runc"
+	if _, err := b.check(&s); err != nil {
+		t.Errorf("runc on the default runtime: %v", err)
+	}
+}
+
+func newFake(t *testing.T, objs ...any) (*Backend, *fake.Clientset) {
+	t.Helper()
+	cli := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "grading"}})
+	for _, o := range objs {
+		if np, ok := o.(*networkingv1.NetworkPolicy); ok {
+			if _, err := cli.NetworkingV1().NetworkPolicies(np.Namespace).Create(t.Context(), np, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, err := newBackend(t.Context(), Config{Namespace: "grading", LoaderImage: "l", VolumeDir: t.TempDir()}, nil, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, cli
+}
+
+func TestNewCreatesDenyAll(t *testing.T) {
+	loose := denyAll("grading")
+	loose.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+	loose.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}}
+	for name, objs := range map[string][]any{"fresh": nil, "loosened": {loose}} {
+		t.Run(name, func(t *testing.T) {
+			_, cli := newFake(t, objs...)
+			np, err := cli.NetworkingV1().NetworkPolicies("grading").Get(t.Context(), NetworkPolicyName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(denyAll("grading").Spec, np.Spec); diff != "" {
+				t.Errorf("policy (-want +got):\n%s", diff)
+			}
+			if len(np.Spec.Ingress) != 0 || len(np.Spec.Egress) != 0 || len(np.Spec.PolicyTypes) != 2 {
+				t.Errorf("not deny-all: %+v", np.Spec)
+			}
+		})
+	}
+}
+
+func TestNewPreflight(t *testing.T) {
+	cli := fake.NewClientset()
+	if _, err := newBackend(t.Context(), Config{Namespace: "missing", LoaderImage: "l", VolumeDir: t.TempDir()}, nil, cli); !errors.Is(err, sandbox.ErrPreflight) {
+		t.Errorf("missing namespace: %v", err)
+	}
+	if _, err := newBackend(t.Context(), Config{}, nil, cli); !errors.Is(err, sandbox.ErrPreflight) {
+		t.Errorf("no loader image: %v", err)
+	}
+}
+
+func TestRuntime(t *testing.T) {
+	if got := (&Backend{}).Runtime(); got != "kubernetes/runc" {
+		t.Error(got)
+	}
+	if got := (&Backend{cfg: Config{RuntimeClass: "gvisor"}}).Runtime(); got != "kubernetes/gvisor" {
+		t.Error(got)
+	}
+	if _, err := (&Backend{}).Start(t.Context(), sandbox.Spec{}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Start: %v", err)
+	}
+}
+
+func tarOf(kv ...string) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for i := 0; i+1 < len(kv); i += 2 {
+		_ = tw.WriteHeader(&tar.Header{Name: kv[i], Mode: 0o644, Size: int64(len(kv[i+1])), Typeflag: tar.TypeReg, Format: tar.FormatPAX})
+		_, _ = tw.Write([]byte(kv[i+1]))
+	}
+	_ = tw.Close()
+	return buf.Bytes()
+}
+
+func TestVolumesLeftoversAndGC(t *testing.T) {
+	b, cli := newFake(t)
+	ctx := t.Context()
+	if _, _, err := b.NewVolumeWith(ctx, "r1", "in", bytes.NewReader([]byte("not a tar")), sandbox.CopyInOptions{}); err == nil {
+		t.Fatal("garbage accepted")
+	}
+	vol, man, err := b.NewVolumeWith(ctx, "r1", "in", bytes.NewReader(tarOf("a.txt", "alpha")), sandbox.CopyInOptions{})
+	if err != nil || len(man.Files) != 1 {
+		t.Fatalf("NewVolumeWith: %v %+v", err, man)
+	}
+	if _, err := b.CopyIn(ctx, "r1", vol, bytes.NewReader(tarOf("../evil", "x")), sandbox.CopyInOptions{}); err == nil {
+		t.Error("traversal accepted")
+	}
+	if _, err := b.CopyIn(ctx, "r1", vol, bytes.NewReader(tarOf("a.txt", "beta", "b.txt", "b")), sandbox.CopyInOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	archives, _, err := b.vols.archives(vol)
+	if err != nil || len(archives) != 2 {
+		t.Fatalf("archives %v %v, want two (refused ones leave nothing)", archives, err)
+	}
+	pod := buildPod(podParams{name: "sg-r1-x-1", namespace: "grading", spec: sandbox.Spec{Run: "r1", Phase: "x", Image: "i"},
+		lim: sandbox.DefaultLimits, cfg: b.cfg, owner: ownerAnnotations()})
+	pod.CreationTimestamp = metav1.Now() // the fake API server sets none
+	if _, err := cli.CoreV1().Pods("grading").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := b.NewVolume(ctx, "r2", "in")
+	left, err := b.Leftovers(ctx, "r1")
+	if err != nil || !slices.Equal(left, []string{"pod/sg-r1-x-1", "volume/" + vol}) {
+		t.Fatalf("Leftovers: %v %v", left, err)
+	}
+	// This process is alive: kept by default.
+	rep, err := b.GC(ctx, sandbox.GCOptions{Run: "r1"})
+	if err != nil || rep.Kept != 2 || len(rep.Containers)+len(rep.Volumes) != 0 {
+		t.Errorf("default GC: %+v %v", rep, err)
+	}
+	// An owner that is gone: reaped by default.
+	gone := func(int) (bool, string) { return false, "" }
+	rep, err = b.gc(ctx, sandbox.GCOptions{Run: "r1", DryRun: true}, time.Now(), gone)
+	if err != nil || !slices.Equal(rep.Containers, []string{"sg-r1-x-1"}) || !slices.Equal(rep.Volumes, []string{vol}) {
+		t.Errorf("dry run with the owner gone: %+v %v", rep, err)
+	}
+	if left, _ := b.Leftovers(ctx, "r1"); len(left) != 2 {
+		t.Errorf("a dry run removed something: %v", left)
+	}
+	// Too young for OlderThan.
+	rep, _ = b.GC(ctx, sandbox.GCOptions{Run: "r1", All: true, OlderThan: time.Hour})
+	if len(rep.Containers)+len(rep.Volumes) != 0 {
+		t.Errorf("OlderThan ignored: %+v", rep)
+	}
+	// Past MaxAge, whatever the owner.
+	rep, _ = b.gc(ctx, sandbox.GCOptions{Run: "r1", MaxAge: time.Minute, DryRun: true}, time.Now().Add(time.Hour), processProbe)
+	if len(rep.Containers) != 1 || len(rep.Volumes) != 1 {
+		t.Errorf("MaxAge ignored: %+v", rep)
+	}
+	rep, err = b.GC(ctx, sandbox.GCOptions{Run: "r1", All: true})
+	if err != nil || len(rep.Containers) != 1 || len(rep.Volumes) != 1 {
+		t.Errorf("GC all: %+v %v", rep, err)
+	}
+	if left, _ := b.Leftovers(ctx, "r1"); len(left) != 0 {
+		t.Errorf("after GC: %v", left)
+	}
+	if left, _ := b.Leftovers(ctx, "r2"); !slices.Equal(left, []string{"volume/" + other}) {
+		t.Errorf("another run's volume: %v", left)
+	}
+	if err := b.RemoveVolume(ctx, other); err != nil {
+		t.Error(err)
+	}
+	if err := b.RemoveVolume(ctx, other); err != nil {
+		t.Errorf("removing a missing volume: %v", err)
+	}
+	if err := b.RemoveVolume(ctx, "../x"); !errors.Is(err, sandbox.ErrSpec) {
+		t.Errorf("a name outside the store: %v", err)
+	}
+}
+
+// TestLoader runs the init container's script on this machine over the
+// stream writeLoad makes, as the pod would.
+func TestLoader(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed to test the loader script")
+	}
+	b, _ := newFake(t)
+	ctx := t.Context()
+	v1, _, err := b.NewVolumeWith(ctx, "r", "in", bytes.NewReader(tarOf("a.txt", "alpha", "sub/b.txt", "beta")), sandbox.CopyInOptions{Policy: firewall.Policy{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CopyIn(ctx, "r", v1, bytes.NewReader(tarOf("a.txt", "replaced")), sandbox.CopyInOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v2, _ := b.NewVolume(ctx, "r", "empty")
+	var mounts [][]string
+	for _, v := range []string{v1, v2} {
+		a, _, err := b.vols.archives(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mounts = append(mounts, a)
+	}
+	var stream bytes.Buffer
+	if err := writeLoad(&stream, mounts); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	r0, r1 := filepath.Join(root, "m0"), filepath.Join(root, "m1")
+	for _, d := range []string{r0, r1} {
+		os.Mkdir(d, 0o700)
+	}
+	run := func(in io.Reader) (string, error) {
+		cmd := exec.CommandContext(ctx, py, "-I", "-S", "-c", loadScript, r0, r1)
+		cmd.Stdin = in
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(&stream); err != nil {
+		t.Fatalf("loader: %v: %s", err, out)
+	}
+	for p, want := range map[string]string{"m0/a.txt": "replaced", "m0/sub/b.txt": "beta"} {
+		got, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %q %v, want %q", p, got, err, want)
+		}
+	}
+	if ents, _ := os.ReadDir(r1); len(ents) != 0 {
+		t.Errorf("empty volume holds %v", ents)
+	}
+
+	// Refused: entries outside every mount and links.
+	hostile := map[string][]byte{}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	_ = tw.WriteHeader(&tar.Header{Name: "m0/l", Typeflag: tar.TypeSymlink, Linkname: "/etc"})
+	_ = tw.Close()
+	hostile["symlink"] = bytes.Clone(buf.Bytes())
+	hostile["outside"] = tarOf("m9/x", "y")
+	hostile["traversal"] = tarOf("m0/../../x", "y")
+	hostile["no mount"] = tarOf("x", "y")
+	for name, in := range hostile {
+		if out, err := run(bytes.NewReader(in)); err == nil || !strings.Contains(out, "load:") {
+			t.Errorf("%s: %v %q, want a refusal", name, err, out)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(root, "x")); err == nil {
+		t.Error("a traversal wrote outside the mounts")
+	}
+}
+
+func TestImageIDForm(t *testing.T) {
+	id := "sha256:" + strings.Repeat("ab", 32)
+	for _, in := range []string{id, "docker.io/strictgrade/probe@" + id} {
+		if got := imageID(in); got != id {
+			t.Errorf("imageID(%q) = %q", in, got)
+		}
+	}
+}
+
+func TestCleanupContextSurvives(t *testing.T) {
+	b := &Backend{cfg: Config{CleanupTimeout: time.Second}}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	cctx, stop := b.cleanupCtx(ctx)
+	defer stop()
+	if cctx.Err() != nil {
+		t.Error("cleanup context cancelled with its parent")
+	}
+}

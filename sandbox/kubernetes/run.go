@@ -1,0 +1,457 @@
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/streamout"
+	"github.com/strictgrade/strictgrade/sandbox"
+)
+
+// logReadTimeout bounds reading a container's logs after it stopped.
+const logReadTimeout = 30 * time.Second
+
+// capBuffer keeps the first max bytes written to it and counts the rest.
+type capBuffer struct {
+	mu        sync.Mutex
+	buf       bytes.Buffer
+	max       int64
+	truncated bool
+	onOver    func()
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	room := c.max - int64(c.buf.Len())
+	if int64(len(p)) > room {
+		if room > 0 {
+			c.buf.Write(p[:room])
+		}
+		if !c.truncated {
+			c.truncated = true
+			if c.onOver != nil {
+				c.onOver()
+			}
+		}
+		return len(p), nil
+	}
+	c.buf.Write(p)
+	return len(p), nil
+}
+
+func (c *capBuffer) result() ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Clone(c.buf.Bytes()), c.truncated
+}
+
+// prepared is a pod whose loader has its volumes and waits for the go.
+type prepared struct {
+	b       *Backend
+	name    string
+	spec    sandbox.Spec
+	lim     sandbox.Limits
+	gate    *io.PipeWriter // closing it ends the loader's input
+	stop    context.CancelFunc
+	loadErr *capBuffer
+	loadRes chan error
+
+	mu   sync.Mutex
+	used bool
+}
+
+func podName(run, phase string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "sg-" + run + "-" + phase
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return name + "-" + hex.EncodeToString(b[:])
+}
+
+// check validates spec for this backend and returns its resolved limits.
+func (b *Backend) check(spec *sandbox.Spec) (sandbox.Limits, error) {
+	if err := spec.Validate(); err != nil {
+		return sandbox.Limits{}, err
+	}
+	lim, err := spec.Limits.Resolve()
+	if err != nil {
+		return sandbox.Limits{}, err
+	}
+	if err := checkLabelValues(spec.Run, spec.Phase); err != nil {
+		return sandbox.Limits{}, err
+	}
+	switch spec.Runtime {
+	case "", b.cfg.RuntimeClass:
+	default:
+		if !(spec.Runtime == "runc" && b.cfg.RuntimeClass == "") {
+			return sandbox.Limits{}, fmt.Errorf("%w: runtime %q: this backend runs %s", sandbox.ErrPreflight, spec.Runtime, b.Runtime())
+		}
+	}
+	for _, m := range spec.Mounts {
+		if !m.ReadOnly {
+			return sandbox.Limits{}, fmt.Errorf("%w: writable volume mount at %s", ErrUnsupported, m.Target)
+		}
+	}
+	if len(spec.Collect) > 0 {
+		return sandbox.Limits{}, fmt.Errorf("%w: collect", ErrUnsupported)
+	}
+	if spec.StreamOut != nil {
+		so, err := spec.StreamOut.Resolve()
+		if err != nil {
+			return sandbox.Limits{}, err
+		}
+		spec.StreamOut = &so
+	}
+	return lim, nil
+}
+
+// Prepare implements sandbox.Preparer: the pod is created, scheduled and
+// its loader started and given the volumes; the workload starts with Run.
+func (b *Backend) Prepare(ctx context.Context, spec sandbox.Spec) (sandbox.Prepared, error) {
+	p, err := b.prepare(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (b *Backend) prepare(ctx context.Context, spec sandbox.Spec) (_ *prepared, err error) {
+	lim, err := b.check(&spec)
+	if err != nil {
+		return nil, err
+	}
+	mounts := make([][]string, len(spec.Mounts))
+	sizes := make([]int64, len(spec.Mounts))
+	for i, m := range spec.Mounts {
+		if mounts[i], sizes[i], err = b.vols.archives(m.Volume); err != nil {
+			return nil, err
+		}
+	}
+	load, err := os.CreateTemp("", "strictgrade-load-*.tar")
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: staging file: %w", err)
+	}
+	os.Remove(load.Name()) // the open file is all that is needed
+	if err := writeLoad(load, mounts); err != nil {
+		load.Close()
+		return nil, err
+	}
+	if _, err := load.Seek(0, io.SeekStart); err != nil {
+		load.Close()
+		return nil, err
+	}
+	name := podName(spec.Run, spec.Phase)
+	pod := buildPod(podParams{name: name, namespace: b.cfg.Namespace, spec: spec, lim: lim, cfg: b.cfg, mountBytes: sizes, owner: ownerAnnotations()})
+	// Registered before the create's error is checked: a create that
+	// timed out on the client may still have made the pod.
+	defer func() {
+		if err != nil {
+			load.Close()
+			_ = b.deletePod(ctx, name)
+		}
+	}()
+	if _, err = b.cli.CoreV1().Pods(b.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("kubernetes: create pod: %w", err)
+	}
+	_, err = b.waitPod(ctx, name, b.cfg.StartTimeout, "loader started", func(p *corev1.Pod) (bool, error) {
+		if err := podFailed(p, loadContainer, workContainer); err != nil {
+			return true, err
+		}
+		cs := containerStatus(p, loadContainer)
+		switch {
+		case cs == nil:
+			return false, nil
+		case cs.State.Running != nil:
+			return true, nil
+		case cs.State.Terminated != nil:
+			return true, fmt.Errorf("kubernetes: pod %s: loader ended before its input", name)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	gr, gw := io.Pipe()
+	actx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p := &prepared{b: b, name: name, spec: spec, lim: lim, gate: gw, stop: stop,
+		loadErr: &capBuffer{max: 4 << 10}, loadRes: make(chan error, 1)}
+	go func() {
+		defer load.Close()
+		p.loadRes <- b.attach(actx, name, loadContainer, io.MultiReader(load, gr), p.loadErr)
+	}()
+	return p, nil
+}
+
+// Close implements sandbox.Prepared.
+func (p *prepared) Close(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.used {
+		p.used = true
+		p.gate.CloseWithError(errors.New("closed"))
+		p.stop()
+		_ = p.b.deletePod(ctx, p.name)
+	}
+}
+
+// Run implements sandbox.Runner: Prepare, then run.
+func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
+	p, err := b.prepare(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx)
+}
+
+// stdoutCap is the cap of standard output and whether passing it kills;
+// with StreamOut, standard output is the archive, and passing its bound
+// always kills.
+func (p *prepared) stdoutCap() (int64, bool) {
+	if so := p.spec.StreamOut; so != nil {
+		return streamout.Cap(*so, p.spec.CollectPolicy), true
+	}
+	return p.lim.StdoutBytes, p.lim.KillOnOutputLimit
+}
+
+// Run implements sandbox.Prepared: it ends the loader's input, which
+// starts the workload, then waits for it under the wall limit, reads its
+// output and removes the pod.
+func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
+	p.mu.Lock()
+	if p.used {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("%w: a prepared pod runs once", sandbox.ErrSpec)
+	}
+	p.used = true
+	p.mu.Unlock()
+	b, name, spec, lim := p.b, p.name, p.spec, p.lim
+	defer func() {
+		p.stop()
+		_ = b.deletePod(ctx, name)
+	}()
+
+	p.gate.Close()
+	pod, err := b.waitPod(ctx, name, b.cfg.StartTimeout, "workload started", func(pod *corev1.Pod) (bool, error) {
+		if cs := containerStatus(pod, loadContainer); cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
+			msg, _ := p.loadErr.result()
+			return true, fmt.Errorf("kubernetes: pod %s: loader failed (%d): %s %s", name, cs.State.Terminated.ExitCode, msg, cs.State.Terminated.Message)
+		}
+		if cs := containerStatus(pod, workContainer); cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil) {
+			return true, nil
+		}
+		return true, podFailed(pod, loadContainer, workContainer)
+	})
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res := &sandbox.Result{ID: name}
+
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	outCap, killOnOver := p.stdoutCap()
+	overflow := make(chan struct{}, 1)
+	if killOnOver {
+		// Only standard output, the graded stream, stops the pod. The
+		// log holds every byte from the first, so following it from
+		// here misses nothing.
+		watchOut := &capBuffer{max: outCap, onOver: func() {
+			select {
+			case overflow <- struct{}{}:
+			default:
+			}
+		}}
+		go func() { _ = b.readLog(runCtx, name, corev1.LogStreamStdout, true, outCap+1, watchOut) }()
+	}
+	stdinErr := make(chan error, 1)
+	if spec.Stdin != nil {
+		go func() { stdinErr <- b.attach(runCtx, name, workContainer, spec.Stdin, nil) }()
+	}
+
+	done := make(chan struct{})
+	var final *corev1.Pod
+	var waitErr error
+	go func() {
+		defer close(done)
+		final, waitErr = b.waitPod(runCtx, name, 0, "workload ended", func(pod *corev1.Pod) (bool, error) {
+			if cs := containerStatus(pod, workContainer); cs != nil && cs.State.Terminated != nil {
+				return true, nil
+			}
+			return false, podFailed(pod, workContainer)
+		})
+	}()
+	timer := time.NewTimer(lim.Wall)
+	defer timer.Stop()
+	_ = pod
+	var killedFor sandbox.ExitKind
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		select {
+		case <-done: // an exit that raced the timer is an exit
+		default:
+			killedFor = sandbox.ExitTimeout
+		}
+	case <-overflow:
+		killedFor = sandbox.ExitOutputLimit
+	}
+	res.Duration = time.Since(start)
+	stdout := &capBuffer{max: outCap}
+	stderr := &capBuffer{max: lim.StderrBytes}
+	if killedFor != "" {
+		// What was written up to the kill: read before the pod, and
+		// its logs, go.
+		cancelRun()
+		<-done
+		if err := b.readLogs(ctx, name, stdout, stderr); err != nil {
+			return nil, err
+		}
+		if err := b.deletePod(ctx, name); err != nil {
+			return nil, err
+		}
+		res.Exit, res.Code = killedFor, 128+9
+		res.Stdout, res.StdoutTruncated = stdout.result()
+		res.Stderr, res.StderrTruncated = stderr.result()
+		if spec.StreamOut != nil {
+			res.Stdout = nil
+		}
+		return res, nil
+	}
+	if waitErr != nil {
+		return nil, waitErr
+	}
+	if spec.Stdin != nil {
+		select {
+		case err := <-stdinErr:
+			// A workload that exited before its input could be
+			// attached did not read it; any other failure lost input.
+			if err != nil && !strings.Contains(err.Error(), "not running") && !strings.Contains(err.Error(), "terminated") {
+				b.log.Debug("stdin attach", "pod", name, "err", err)
+			}
+		default:
+		}
+	}
+	cs := containerStatus(final, workContainer)
+	term := cs.State.Terminated
+	if err := b.readLogs(ctx, name, stdout, stderr); err != nil {
+		return nil, err
+	}
+	res.Stdout, res.StdoutTruncated = stdout.result()
+	res.Stderr, res.StderrTruncated = stderr.result()
+	res.ImageID = imageID(cs.ImageID)
+	res.Code = int(term.ExitCode)
+	switch {
+	case term.Reason == "OOMKilled":
+		res.Exit = sandbox.ExitOOM
+	case killOnOver && stdout.truncated:
+		res.Exit = sandbox.ExitOutputLimit
+	default:
+		res.Exit = sandbox.ExitExited
+	}
+	if so := spec.StreamOut; so != nil {
+		archive := res.Stdout
+		res.Stdout = nil
+		res.Collected = map[string]sandbox.Collected{}
+		if res.Exit == sandbox.ExitExited {
+			c, err := collectStream(ctx, archive, so.Dir, spec.CollectPolicy)
+			if err != nil {
+				return nil, err
+			}
+			res.Collected[so.Dir] = c
+		}
+	}
+	return res, nil
+}
+
+// imageID turns what the kubelet reports ("sha256:…", or a repository
+// digest "name@sha256:…") into "sha256:" and 64 hex digits.
+func imageID(s string) string {
+	if i := strings.LastIndex(s, "@"); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+func collectStream(ctx context.Context, archive []byte, dir string, pol firewall.Policy) (sandbox.Collected, error) {
+	var buf bytes.Buffer
+	man, err := firewall.Filter(ctx, bytes.NewReader(archive), &buf, pol)
+	switch {
+	case err == nil:
+		return sandbox.Collected{Archive: buf.Bytes(), Manifest: man}, nil
+	case ctx.Err() != nil:
+		return sandbox.Collected{}, fmt.Errorf("kubernetes: stream of %s: %w", dir, ctx.Err())
+	}
+	return sandbox.Collected{}, fmt.Errorf("%w: %s: %w", sandbox.ErrCollect, dir, err)
+}
+
+// readLogs reads both output streams of the work container, each up to
+// one byte past its cap.
+func (b *Backend) readLogs(ctx context.Context, name string, stdout, stderr *capBuffer) error {
+	lctx, cancel := context.WithTimeout(ctx, logReadTimeout)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- b.readLog(lctx, name, corev1.LogStreamStdout, false, stdout.max+1, stdout) }()
+	go func() { errs <- b.readLog(lctx, name, corev1.LogStreamStderr, false, stderr.max+1, stderr) }()
+	return errors.Join(<-errs, <-errs)
+}
+
+func (b *Backend) readLog(ctx context.Context, name, stream string, follow bool, limit int64, w io.Writer) error {
+	rc, err := b.cli.CoreV1().Pods(b.cfg.Namespace).GetLogs(name, &corev1.PodLogOptions{
+		Container: workContainer, Follow: follow, Stream: &stream, LimitBytes: &limit,
+	}).Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("kubernetes: %s of pod %s: %w", strings.ToLower(stream), name, err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(w, rc); err != nil {
+		return fmt.Errorf("kubernetes: %s of pod %s: %w", strings.ToLower(stream), name, err)
+	}
+	return nil
+}
+
+// attach streams stdin to a container's standard input (closed at its
+// end) and its standard error to stderr when not nil, over WebSocket with
+// SPDY as the fallback, as kubectl does.
+func (b *Backend) attach(ctx context.Context, name, container string, stdin io.Reader, stderr io.Writer) error {
+	req := b.cli.CoreV1().RESTClient().Post().Resource("pods").Namespace(b.cfg.Namespace).Name(name).SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{Container: container, Stdin: stdin != nil, Stderr: stderr != nil}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(b.rest, "GET", req.URL().String())
+	if err != nil {
+		return fmt.Errorf("kubernetes: attach: %w", err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(b.rest, "POST", req.URL())
+	if err != nil {
+		return fmt.Errorf("kubernetes: attach: %w", err)
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return fmt.Errorf("kubernetes: attach: %w", err)
+	}
+	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stderr: stderr}); err != nil {
+		return fmt.Errorf("kubernetes: attach to %s/%s: %w", name, container, err)
+	}
+	return nil
+}
