@@ -231,4 +231,3 @@ func (b *Backend) deletePod(ctx context.Context, name string) error {
 	}
 	return nil
 }
-
