@@ -38,6 +38,10 @@ type Target struct {
 	// NoOOM says the backend cannot tell a memory kill from another
 	// kill, and skips that case.
 	NoOOM bool
+	// Lacks names the cases the backend does not pass yet, each with the
+	// reason, which the case is skipped with. A name that is no case of
+	// the suite fails the run, so that the list cannot go stale.
+	Lacks map[string]string
 }
 
 // Run is the conformance suite every sandbox.Backend must pass: the
@@ -74,9 +78,19 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		{"invalid specs", (*suite).invalidSpecs},
 		{"cancellation leaves nothing", (*suite).cancellation},
 	}
+	var lacks map[string]string
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tg := newTarget(t)
+			if lacks == nil {
+				lacks = tg.Lacks
+			}
+			if why, ok := tg.Lacks[c.name]; ok {
+				if err := tg.Backend.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+				t.Skipf("the backend lacks this: %s", why)
+			}
 			s := &suite{Target: tg, run: newRun()}
 			if s.Seccomp == "" {
 				s.Seccomp = "2"
@@ -89,6 +103,16 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 			})
 			c.run(s, t)
 		})
+	}
+	for name := range lacks {
+		if !slices.ContainsFunc(cases, func(c struct {
+			name string
+			run  func(s *suite, t *testing.T)
+		}) bool {
+			return c.name == name
+		}) {
+			t.Errorf("Target.Lacks names %q, which is no case of the suite", name)
+		}
 	}
 }
 

@@ -219,15 +219,23 @@ func (b *Backend) cleanupCtx(ctx context.Context) (context.Context, context.Canc
 }
 
 // deletePod removes a pod at once (grace period zero), on a context that
-// survives ctx; a missing pod is not an error.
+// survives ctx, retrying until that context ends so that an API server
+// that is back within CleanupTimeout still gets the removal; a missing pod
+// is not an error.
 func (b *Backend) deletePod(ctx context.Context, name string) error {
 	cctx, cancel := b.cleanupCtx(ctx)
 	defer cancel()
 	zero := int64(0)
-	err := b.cli.CoreV1().Pods(b.cfg.Namespace).Delete(cctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	if err != nil && !apierrors.IsNotFound(err) {
+	for {
+		err := b.cli.CoreV1().Pods(b.cfg.Namespace).Delete(cctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
 		b.log.Debug("delete pod failed", "pod", name, "err", err)
-		return fmt.Errorf("kubernetes: delete pod %s: %w", name, err)
+		select {
+		case <-cctx.Done():
+			return fmt.Errorf("kubernetes: delete pod %s: %w", name, err)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	return nil
 }

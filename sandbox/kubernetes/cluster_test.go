@@ -1,0 +1,360 @@
+//go:build engine && kubernetes
+
+package kubernetes_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/internal/images"
+	"github.com/strictgrade/strictgrade/sandbox"
+	"github.com/strictgrade/strictgrade/sandbox/kubernetes"
+	"github.com/strictgrade/strictgrade/sandboxtest"
+)
+
+// clusterImages are the references of the probe and runtime images, as
+// tagged on the Docker daemon that built them; the cluster's runtime must
+// hold the same images under the same names (the cluster script imports
+// them).
+var clusterImages = sync.OnceValues(func() ([2]string, error) {
+	ctx := context.Background()
+	d, err := engine.NewDocker(ctx, engine.Config{})
+	if err != nil {
+		return [2]string{}, err
+	}
+	defer d.Close()
+	var out [2]string
+	for i, img := range []images.Image{images.Probe(), images.Python{}} {
+		recipe, err := img.Recipe(ctx)
+		if err != nil {
+			return out, err
+		}
+		info, ok, err := d.FindImage(ctx, img.Name(), recipe)
+		if err != nil {
+			return out, err
+		}
+		if !ok || len(info.Tags) == 0 {
+			return out, errors.New("no tagged " + img.Name() + " image: run strictgrade images build")
+		}
+		out[i] = info.Tags[0]
+	}
+	return out, nil
+})
+
+// clusterConfig is the backend's configuration for the cluster named by
+// $KUBECONFIG. Without one the test fails: it never skips.
+func clusterConfig(t *testing.T) (kubernetes.Config, [2]string) {
+	t.Helper()
+	kc := os.Getenv("KUBECONFIG")
+	if kc == "" {
+		t.Fatal("the Kubernetes tests need a cluster: set KUBECONFIG (see .ci/cluster.sh)")
+	}
+	imgs, err := clusterImages()
+	if err != nil {
+		t.Fatalf("the Kubernetes tests need strictgrade's images: %v", err)
+	}
+	return kubernetes.Config{
+		Kubeconfig:   kc,
+		Namespace:    os.Getenv("STRICTGRADE_K8S_NAMESPACE"),
+		NodeName:     os.Getenv("STRICTGRADE_K8S_NODE"),
+		RuntimeClass: os.Getenv("STRICTGRADE_K8S_RUNTIMECLASS"),
+		LoaderImage:  imgs[1],
+		VolumeDir:    t.TempDir(),
+	}, imgs
+}
+
+func newBackend(t *testing.T, cfg kubernetes.Config) *kubernetes.Backend {
+	t.Helper()
+	b, err := kubernetes.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("the Kubernetes tests need a reachable cluster: %v", err)
+	}
+	return b
+}
+
+// TestKubernetesConforms runs the conformance suite against the cluster.
+func TestKubernetesConforms(t *testing.T) {
+	sandboxtest.Run(t, func(t *testing.T) sandboxtest.Target {
+		cfg, imgs := clusterConfig(t)
+		return sandboxtest.Target{
+			Backend: newBackend(t, cfg), Probe: imgs[0], Shell: imgs[1],
+			Lacks: map[string]string{
+				"read-only places":                         "writable volume mounts are ErrUnsupported",
+				"copy in and collect through the firewall": "Spec.Collect is ErrUnsupported",
+				"collect refuses special files":            "Spec.Collect is ErrUnsupported",
+				"session":                                  "sessions are ErrUnsupported",
+				"session files cross the firewall":         "sessions are ErrUnsupported",
+				"pids limit":                               "the pod API has no process limit; the kubelet's podPidsLimit applies",
+				"stream out quota":                         "an emptyDir has no inode cap; only the archive's bound applies",
+			},
+		}
+	})
+}
+
+func client(t *testing.T, cfg kubernetes.Config) k8s.Interface {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k8s.NewForConfigOrDie(rc)
+}
+
+func newRun(t *testing.T) string {
+	return "kt" + strings.ToLower(strings.ReplaceAll(time.Now().Format("150405.000000"), ".", ""))
+}
+
+// waitRunning returns the name of run's pod once its workload runs.
+func waitRunning(t *testing.T, cli k8s.Interface, ns, run string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		l, err := cli.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: sandbox.LabelRun + "=" + run})
+		if err == nil {
+			for _, p := range l.Items {
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.State.Running != nil {
+						return p.Name
+					}
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the workload never ran")
+	return ""
+}
+
+func assertNothingLeft(t *testing.T, b *kubernetes.Backend, run string) {
+	t.Helper()
+	left, err := b.Leftovers(context.Background(), run)
+	if err != nil || len(left) != 0 {
+		t.Errorf("run %s left %v (%v)", run, left, err)
+		_, _ = b.GC(context.Background(), sandbox.GCOptions{Run: run, All: true})
+	}
+}
+
+func sleeper(run, probe string) sandbox.Spec {
+	return sandbox.Spec{Run: run, Phase: "test", Image: probe, Cmd: []string{"/bin/probe", "sleep", "1h"},
+		Limits: sandbox.Limits{Wall: 10 * time.Minute}}
+}
+
+// TestPodDeletedMidRun: a pod deleted from outside while its workload runs
+// is an error within a bounded time, never a result.
+func TestPodDeletedMidRun(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	b := newBackend(t, cfg)
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	type out struct {
+		res *sandbox.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := b.Run(t.Context(), sleeper(run, imgs[0]))
+		done <- out{res, err}
+	}()
+	cli := client(t, cfg)
+	name := waitRunning(t, cli, b.Namespace(), run)
+	start := time.Now()
+	if err := cli.CoreV1().Pods(b.Namespace()).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-done:
+		if o.err == nil {
+			t.Errorf("a deleted pod gave a result: %+v", o.res)
+		}
+		t.Logf("error %v after %v", o.err, time.Since(start))
+	case <-time.After(30 * time.Second):
+		t.Fatal("no error 30s after the pod was deleted")
+	}
+}
+
+// proxy forwards TCP connections to target until stopped; it can be
+// started again on the same address.
+type proxy struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+}
+
+func (p *proxy) start(t *testing.T) {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			go func() { _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+}
+
+func (p *proxy) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestAPIServerUnreachable: the API server goes away mid-run (a proxy in
+// front of it stops); the run is an error within LostTimeout and a bound,
+// and once the server is back the pod is removed.
+func TestAPIServerUnreachable(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	raw, err := clientcmd.LoadFromFile(cfg.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxName := raw.CurrentContext
+	cluster := raw.Clusters[raw.Contexts[ctxName].Cluster]
+	host := strings.TrimPrefix(cluster.Server, "https://")
+	p := &proxy{addr: "127.0.0.1:0", target: host}
+	p.start(t)
+	defer p.stop()
+	cluster.Server = "https://" + p.addr
+	if cluster.TLSServerName == "" {
+		h, _, _ := net.SplitHostPort(host)
+		cluster.TLSServerName = h
+	}
+	proxied := t.TempDir() + "/kubeconfig"
+	if err := clientcmd.WriteToFile(*raw, proxied); err != nil {
+		t.Fatal(err)
+	}
+	direct := newBackend(t, cfg)
+	cfg.Kubeconfig = proxied
+	cfg.LostTimeout = 3 * time.Second
+	cfg.CleanupTimeout = 30 * time.Second
+	b := newBackend(t, cfg)
+	run := newRun(t)
+	defer assertNothingLeft(t, direct, run)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Run(t.Context(), sleeper(run, imgs[0]))
+		done <- err
+	}()
+	waitRunning(t, client(t, kubernetes.Config{Kubeconfig: os.Getenv("KUBECONFIG")}), b.Namespace(), run)
+	start := time.Now()
+	p.stop()
+	// Back after the run has given up waiting, within its cleanup time.
+	time.AfterFunc(cfg.LostTimeout+3*time.Second, func() { p.start(t) })
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "unreachable") {
+			t.Errorf("run with the API server gone: %v, want an unreachable error", err)
+		}
+		t.Logf("error %v after %v", err, time.Since(start))
+	case <-time.After(cfg.LostTimeout + cfg.CleanupTimeout + 30*time.Second):
+		t.Fatal("no error in a bounded time with the API server gone")
+	}
+}
+
+// TestUnschedulable: a pod no node ever starts is an error after
+// StartTimeout, and is removed.
+func TestUnschedulable(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	cfg.NodeName = "strictgrade-no-such-node"
+	cfg.StartTimeout = 5 * time.Second
+	b := newBackend(t, cfg)
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	start := time.Now()
+	_, err := b.Run(t.Context(), sandbox.Spec{Run: run, Phase: "test", Image: imgs[0], Cmd: []string{"/bin/probe", "sleep", "0s"}})
+	if err == nil || time.Since(start) > cfg.StartTimeout+20*time.Second {
+		t.Errorf("unschedulable pod: %v after %v", err, time.Since(start))
+	}
+	t.Logf("error %v after %v", err, time.Since(start))
+}
+
+// TestMissingImage: an image the node does not hold is an error at once
+// (pods never pull), from Run and from ImageID.
+func TestMissingImage(t *testing.T) {
+	cfg, _ := clusterConfig(t)
+	b := newBackend(t, cfg)
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	start := time.Now()
+	_, err := b.Run(t.Context(), sandbox.Spec{Run: run, Phase: "test", Image: "strictgrade/no-such-image:1", Cmd: []string{"x"}})
+	if err == nil || time.Since(start) > 30*time.Second {
+		t.Errorf("missing image: %v after %v", err, time.Since(start))
+	}
+	if _, err := b.ImageID(t.Context(), "strictgrade/no-such-image:1"); err == nil {
+		t.Error("ImageID of a missing image")
+	}
+	assertNothingLeft(t, b, "images")
+}
+
+// TestImageIDAndLatency: ImageID agrees with what a run reports, and the
+// time from create to result of a trivial run is logged.
+func TestImageIDAndLatency(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	b := newBackend(t, cfg)
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	id, err := b.ImageID(t.Context(), imgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs, prepared []time.Duration
+	for range 5 {
+		start := time.Now()
+		res, err := b.Run(t.Context(), sandbox.Spec{Run: run, Phase: "test", Image: imgs[0], Cmd: []string{"/bin/probe", "sleep", "0s"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, time.Since(start))
+		if res.ImageID != id || res.Exit != sandbox.ExitExited || res.Code != 0 {
+			t.Errorf("run: %+v, image %s", res, id)
+		}
+		p, err := b.Prepare(t.Context(), sandbox.Spec{Run: run, Phase: "test", Image: imgs[0], Cmd: []string{"/bin/probe", "sleep", "0s"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		if _, err := p.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		prepared = append(prepared, time.Since(start))
+	}
+	slices.Sort(runs)
+	slices.Sort(prepared)
+	t.Logf("create→result of a trivial run: min %v median %v max %v", runs[0], runs[2], runs[4])
+	t.Logf("prepared Run→result: min %v median %v max %v", prepared[0], prepared[2], prepared[4])
+}
+
