@@ -357,4 +357,3 @@ func TestImageIDAndLatency(t *testing.T) {
 	t.Logf("create→result of a trivial run: min %v median %v max %v", runs[0], runs[2], runs[4])
 	t.Logf("prepared Run→result: min %v median %v max %v", prepared[0], prepared[2], prepared[4])
 }
-
