@@ -250,7 +250,7 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}()
 
 	p.gate.Close()
-	pod, err := b.waitPod(ctx, name, b.cfg.StartTimeout, "workload started", func(pod *corev1.Pod) (bool, error) {
+	_, err := b.waitPod(ctx, name, b.cfg.StartTimeout, "workload started", func(pod *corev1.Pod) (bool, error) {
 		if cs := containerStatus(pod, loadContainer); cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
 			msg, _ := p.loadErr.result()
 			return true, fmt.Errorf("kubernetes: pod %s: loader failed (%d): %s %s", name, cs.State.Terminated.ExitCode, msg, cs.State.Terminated.Message)
@@ -258,7 +258,7 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 		if cs := containerStatus(pod, workContainer); cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil) {
 			return true, nil
 		}
-		return true, podFailed(pod, loadContainer, workContainer)
+		return false, podFailed(pod, loadContainer, workContainer)
 	})
 	if err != nil {
 		return nil, err
@@ -282,9 +282,26 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 		}}
 		go func() { _ = b.readLog(runCtx, name, corev1.LogStreamStdout, true, outCap+1, watchOut) }()
 	}
-	stdinErr := make(chan error, 1)
+	// An attach that fails while the workload still runs lost its input:
+	// the run cannot be graded. One that fails because the workload had
+	// already ended lost nothing it would have read.
+	stdinLost := make(chan error, 1)
 	if spec.Stdin != nil {
-		go func() { stdinErr <- b.attach(runCtx, name, workContainer, spec.Stdin, nil) }()
+		go func() {
+			err := b.attach(runCtx, name, workContainer, spec.Stdin, nil)
+			if err == nil || runCtx.Err() != nil {
+				return
+			}
+			gctx, cancel := context.WithTimeout(runCtx, b.cfg.LostTimeout)
+			defer cancel()
+			pod, gerr := b.cli.CoreV1().Pods(b.cfg.Namespace).Get(gctx, name, metav1.GetOptions{})
+			if gerr == nil {
+				if cs := containerStatus(pod, workContainer); cs != nil && cs.State.Terminated != nil {
+					return
+				}
+			}
+			stdinLost <- fmt.Errorf("kubernetes: standard input of pod %s: %w", name, err)
+		}()
 	}
 
 	done := make(chan struct{})
@@ -301,7 +318,6 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}()
 	timer := time.NewTimer(lim.Wall)
 	defer timer.Stop()
-	_ = pod
 	var killedFor sandbox.ExitKind
 	select {
 	case <-done:
@@ -315,6 +331,8 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 		}
 	case <-overflow:
 		killedFor = sandbox.ExitOutputLimit
+	case err := <-stdinLost:
+		return nil, err
 	}
 	res.Duration = time.Since(start)
 	stdout := &capBuffer{max: outCap}
@@ -340,17 +358,6 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}
 	if waitErr != nil {
 		return nil, waitErr
-	}
-	if spec.Stdin != nil {
-		select {
-		case err := <-stdinErr:
-			// A workload that exited before its input could be
-			// attached did not read it; any other failure lost input.
-			if err != nil && !strings.Contains(err.Error(), "not running") && !strings.Contains(err.Error(), "terminated") {
-				b.log.Debug("stdin attach", "pod", name, "err", err)
-			}
-		default:
-		}
 	}
 	cs := containerStatus(final, workContainer)
 	term := cs.State.Terminated
