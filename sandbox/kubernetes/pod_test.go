@@ -413,6 +413,37 @@ func TestLoader(t *testing.T) {
 		t.Errorf("empty volume holds %v", ents)
 	}
 
+	// The files land before the input ends: a prepared pod has its
+	// volumes in place while it waits for the go.
+	for _, d := range []string{r0, r1} {
+		os.RemoveAll(d)
+		os.Mkdir(d, 0o700)
+	}
+	var again bytes.Buffer
+	if err := writeLoad(&again, mounts); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, py, "-I", "-S", "-c", loadScript, r0, r1)
+	stdin, _ := cmd.StdinPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write(again.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	landed := false
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !landed; time.Sleep(50 * time.Millisecond) {
+		b, err := os.ReadFile(filepath.Join(r0, "sub", "b.txt"))
+		landed = err == nil && string(b) == "beta"
+	}
+	if !landed {
+		t.Error("the loader waited for the end of its input before laying out the volumes")
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("loader after the go: %v", err)
+	}
+
 	// Refused: entries outside every mount and links.
 	hostile := map[string][]byte{}
 	var buf bytes.Buffer
