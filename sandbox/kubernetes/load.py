@@ -13,7 +13,9 @@ import sys
 import tarfile
 
 roots = sys.argv[1:]
-src = sys.stdin.buffer
+# Unbuffered: a buffered read would wait for a whole block past the
+# archive's end, that is for the go, before laying out anything.
+src = sys.stdin.buffer.raw
 
 
 def fail(msg):
