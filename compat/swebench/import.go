@@ -67,20 +67,24 @@ type Options struct {
 // Result describes an imported task.
 type Result struct {
 	// Dir is the task directory (Options.Out, absolute).
-	Dir string
+	Dir string `json:"dir"`
 	// ID is the task id (the instance id), Digest the task's digest.
-	ID, Digest string
+	ID     string `json:"id"`
+	Digest string `json:"digest"`
 	// Base is the task's repo.base, the commit Import made of
 	// BaseCommit's tree (BaseTree).
-	Base, BaseCommit, BaseTree string
+	Base       string `json:"base"`
+	BaseCommit string `json:"base_commit"`
+	BaseTree   string `json:"base_tree"`
 	// HiddenFiles are the repository paths of the files under hidden/.
-	HiddenFiles []string
+	HiddenFiles []string `json:"hidden_files"`
 	// Hidden and Existing count the suites' tests.
-	Hidden, Existing int
+	Hidden   int `json:"hidden_tests"`
+	Existing int `json:"existing_tests"`
 	// PythonPath is the task's repo.pythonpath.
-	PythonPath []string
+	PythonPath []string `json:"pythonpath"`
 	// Ignored are the instance's fields the task does not use.
-	Ignored []string
+	Ignored []string `json:"ignored_fields,omitempty"`
 }
 
 // Source is the content of SourceFile.

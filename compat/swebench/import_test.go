@@ -147,8 +147,8 @@ func TestImport(t *testing.T) {
 	}
 	// The files an agent and the oracle see.
 	for name, want := range map[string]string{
-		"description.md": in.ProblemStatement,
-		"reference.diff": in.Patch,
+		"description.md":     in.ProblemStatement,
+		"reference.diff":     in.Patch,
 		"existing-tests.txt": strings.Join(in.PassToPass, "\n") + "\n",
 	} {
 		if got, err := os.ReadFile(filepath.Join(out, name)); err != nil || string(got) != want {
