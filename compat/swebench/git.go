@@ -47,6 +47,8 @@ func gitEnv() []string {
 	return append(env,
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_TERMINAL_PROMPT=0",
 		"GIT_ALLOW_PROTOCOL=file", "LC_ALL=C",
+		// A partial clone's missing objects are an error, never a fetch.
+		"GIT_NO_LAZY_FETCH=1",
 		// The clone may belong to another user; git reads from it only.
 		"GIT_CONFIG_COUNT=2",
 		"GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*",

@@ -511,7 +511,8 @@ func pythonPath(files map[string]treeEntry) []string {
 func title(in *Instance) string {
 	line := ""
 	for l := range strings.SplitSeq(in.ProblemStatement, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+		// A Markdown heading's marks are not part of the title.
+		if l = strings.TrimSpace(strings.TrimLeft(l, "# \t")); l != "" {
 			line = l
 			break
 		}

@@ -126,7 +126,7 @@ func TestImport(t *testing.T) {
 	if diff := cmp.Diff([]string{"tests/test_core.py"}, task.HiddenFiles); diff != "" {
 		t.Errorf("hidden files (-want +got):\n%s", diff)
 	}
-	if task.Spec.ID != "textkit__textkit-1" || !strings.HasPrefix(task.Spec.Title, "textkit/textkit textkit__textkit-1: # Fix `textkit.slugify`") {
+	if task.Spec.ID != "textkit__textkit-1" || !strings.HasPrefix(task.Spec.Title, "textkit/textkit textkit__textkit-1: Fix `textkit.slugify`") {
 		t.Errorf("id %q, title %q", task.Spec.ID, task.Spec.Title)
 	}
 	if diff := cmp.Diff([]string{"**"}, task.Spec.Allow); diff != "" {
