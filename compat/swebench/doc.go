@@ -81,6 +81,30 @@
 // an existing one), and so does a missing module (wrong_failure_reason:
 // an import error is not the failure the fix repairs).
 //
+// A harness that grades through a controller checks as the command line
+// does:
+//
+//	in, err := swebench.ParseInstance(data)
+//	…
+//	res, err := swebench.Import(ctx, in, swebench.Options{Repo: clone, Out: dir,
+//		Check: func(ctx context.Context, t *compat.Task, reference []byte) error {
+//			base, err := ctrl.CheckCompat(ctx, t)
+//			if err != nil {
+//				return err
+//			}
+//			if base.Verdict.Outcome != schema.OutcomeFail { // QUARANTINED: not fit
+//				return fmt.Errorf("baseline %s: %s", base.Verdict.Outcome, base.Verdict.Reason)
+//			}
+//			ref, err := ctrl.Grade(ctx, t, controller.Submission{Diff: reference, Baseline: base.Verdict.Outcome})
+//			if err != nil {
+//				return err
+//			}
+//			if ref.Verdict.Outcome != schema.OutcomePass {
+//				return fmt.Errorf("the reference fix did not pass: %s", ref.Verdict.Reason)
+//			}
+//			return nil
+//		}})
+//
 // # Never a half-made task
 //
 // Import builds the task in a temporary directory next to Options.Out and
