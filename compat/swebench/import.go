@@ -114,6 +114,10 @@ func Import(ctx context.Context, in *Instance, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// git runs elsewhere: a relative path must not change its meaning.
+	if opts.Repo, err = filepath.Abs(opts.Repo); err != nil {
+		return nil, err
+	}
 	if err := CheckOut(out); err != nil {
 		return nil, err
 	}

@@ -172,8 +172,10 @@ func TestImport(t *testing.T) {
 		t.Errorf("%s (-want +got):\n%s", swebench.SourceFile, diff)
 	}
 
-	// The same instance gives the same task.
-	again, err := swebench.Import(t.Context(), in, swebench.Options{Repo: tk.Repo, Out: filepath.Join(parent, "again"),
+	// The same instance gives the same task, and relative paths are
+	// relative to the working directory.
+	t.Chdir(filepath.Dir(tk.Repo))
+	again, err := swebench.Import(t.Context(), in, swebench.Options{Repo: filepath.Base(tk.Repo), Out: filepath.Join(parent, "again"),
 		Check: func(context.Context, *compat.Task, []byte) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
