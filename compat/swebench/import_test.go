@@ -16,7 +16,7 @@ import (
 
 	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/compat/swebench"
-	"github.com/strictgrade/strictgrade/compat/swebench/swebenchtest"
+	"github.com/strictgrade/strictgrade/internal/swebenchtest"
 )
 
 func parse(t *testing.T, inst map[string]any) *swebench.Instance {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strictgrade/strictgrade/compat/swebench/swebenchtest"
+	"github.com/strictgrade/strictgrade/internal/swebenchtest"
 	"github.com/strictgrade/strictgrade/schema"
 )
 

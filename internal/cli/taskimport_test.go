@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strictgrade/strictgrade/compat/swebench/swebenchtest"
+	"github.com/strictgrade/strictgrade/internal/swebenchtest"
 )
 
 func TestTaskImportUsage(t *testing.T) {

@@ -40,7 +40,7 @@ func Example(tb testing.TB) string {
 	if !ok {
 		tb.Fatal("swebenchtest: cannot locate the source file")
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "examples", "compat-textkit")
+	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "compat-textkit")
 }
 
 // New makes the clone in a temporary directory and the instance.
