@@ -42,16 +42,18 @@ type taskImportArgs struct {
 	instance, repo, out, key string
 	json                     bool
 	limits                   compat.Limits
+	backendArgs
 }
 
 func parseTaskImport(args []string, stdio IO) (*taskImportArgs, error) {
 	a := &taskImportArgs{}
-	fs := flagSet(stdio.Stderr, "task import-swebench", "--instance FILE.json --repo PATH --out DIR [--key FILE] [--json]", taskImportAbout)
+	fs := flagSet(stdio.Stderr, "task import-swebench", "--instance FILE.json --repo PATH --out DIR [--key FILE] [--json] [--runtime NAME]", taskImportAbout)
 	fs.StringVar(&a.instance, "instance", "", "the instance: one JSON object in the SWE-bench format (required)")
 	fs.StringVar(&a.repo, "repo", "", "a local clone of the instance's repository that holds base_commit (required; read only)")
 	fs.StringVar(&a.out, "out", "", "the task `DIR` to make: new or empty (required)")
 	fs.StringVar(&a.key, "key", "", keyHelp)
 	fs.BoolVar(&a.json, "json", false, "print the result as one JSON object")
+	a.backendArgs.register(fs)
 	fs.IntVar(&a.limits.WallSeconds, "wall-seconds", 0, fmt.Sprintf("the task's wall-clock limit per oracle container (default %d)", compat.DefaultLimits.WallSeconds))
 	fs.Int64Var(&a.limits.MemoryMB, "memory-mb", 0, fmt.Sprintf("the task's memory per oracle container, MiB (default %d)", compat.DefaultLimits.MemoryMB))
 	pos, err := parseInterspersed(fs, args)
@@ -93,7 +95,7 @@ func runTaskImport(ctx context.Context, args []string, stdio IO) error {
 	res, err := swebench.Import(ctx, in, swebench.Options{
 		Repo: a.repo, Out: a.out, Limits: a.limits, Logger: stdio.Log,
 		Check: func(ctx context.Context, t *compat.Task, reference []byte) error {
-			ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
+			ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
 			if err != nil {
 				return err
 			}
