@@ -18,13 +18,13 @@ import (
 )
 
 func init() {
-	register(command{name: "task", summary: "write a new task (task new) or check that one is fit to grade (task check)", do: runTask})
+	register(command{name: "task", summary: "write a new task (task new), import a SWE-bench instance (task import-swebench) or check that a task is fit to grade (task check)", do: runTask})
 }
 
 func runTask(ctx context.Context, args []string, stdio IO) error {
 	if isHelp(args) {
-		fmt.Fprintln(stdio.Stderr, "usage: strictgrade task new --kind function|command|data|compat DIR\n       strictgrade task check DIR [--reference PATH] [--noop=false] [--key FILE] [--out FILE] [--json]")
-		fmt.Fprintln(stdio.Stderr, "\nstrictgrade task new -h and strictgrade task check -h describe them.\n\n"+exitCodesHelp)
+		fmt.Fprintln(stdio.Stderr, "usage: strictgrade task new --kind function|command|data|compat DIR\n       strictgrade task import-swebench --instance FILE.json --repo PATH --out DIR [--key FILE] [--json]\n       strictgrade task check DIR [--reference PATH] [--noop=false] [--key FILE] [--out FILE] [--json]")
+		fmt.Fprintln(stdio.Stderr, "\nstrictgrade task new -h, strictgrade task import-swebench -h and strictgrade task check -h describe them.\n\n"+exitCodesHelp)
 		return nil
 	}
 	switch firstArg(args) {
@@ -32,14 +32,17 @@ func runTask(ctx context.Context, args []string, stdio IO) error {
 		return within("task check", runTaskCheck(ctx, args[1:], stdio))
 	case "new":
 		return within("task new", runTaskNew(ctx, args[1:], stdio))
+	case "import-swebench":
+		return within("task import-swebench", runTaskImport(ctx, args[1:], stdio))
 	}
-	return usagef("the subcommands are new and check")
+	return usagef("the subcommands are new, import-swebench and check")
 }
 
 // taskCheckArgs is task check's command line.
 type taskCheckArgs struct {
 	dir, reference, key, out string
 	noop, json               bool
+	backendArgs
 }
 
 const taskCheckAbout = `Checks that a task is fit to grade, in either tier.
@@ -66,6 +69,7 @@ func parseTaskCheck(args []string, stdio IO) (*taskCheckArgs, error) {
 	fs.StringVar(&a.key, "key", "", keyHelp)
 	fs.StringVar(&a.out, "out", "", "write the first check's signed verdict to `FILE`, the others' to FILE.<check> (checked before the run)")
 	fs.BoolVar(&a.json, "json", false, "print the result as JSON")
+	a.backendArgs.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, err
@@ -105,19 +109,7 @@ func runTaskCheck(ctx context.Context, args []string, stdio IO) error {
 			return badInput(err)
 		}
 		return runChecks(ctx, stdio, a, t, func(ctrl *controller.Controller) ([]check, error) {
-			base, err := ctrl.CheckCompat(ctx, t)
-			if base == nil {
-				return nil, err
-			}
-			checks := []check{newCheck("baseline", schema.OutcomeFail, base)}
-			if base.Verdict.Outcome == schema.OutcomeError {
-				return checks, nil
-			}
-			res, err := ctrl.Grade(ctx, t, controller.Submission{Diff: diff, Baseline: base.Verdict.Outcome})
-			if res == nil {
-				return checks, err
-			}
-			return append(checks, newCheck("reference", schema.OutcomePass, res)), nil
+			return compatChecks(ctx, ctrl, t, diff)
 		})
 	case *task.Task:
 		ref, err := strictReference(a)
@@ -256,7 +248,7 @@ func runChecks(ctx context.Context, stdio IO, a *taskCheckArgs, t controller.Tas
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}
@@ -338,7 +330,7 @@ func checkCompatBaseline(ctx context.Context, stdio IO, a *taskCheckArgs, t *com
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}
