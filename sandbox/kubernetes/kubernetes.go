@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,8 +86,10 @@ type Backend struct {
 var _ sandbox.Backend = (*Backend)(nil)
 
 // New connects to the API server named by cfg, checks that the namespace
-// exists and creates the deny-all NetworkPolicy there (sandbox.ErrPreflight
-// when any of it fails). Close the backend when done.
+// exists, creates the deny-all NetworkPolicy there and runs one pod with
+// the loader image that checks the whole path, the two output streams
+// kept apart included (sandbox.ErrPreflight when any of it fails). Close
+// the backend when done.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	rc, ns, err := restConfig(cfg)
 	if err != nil {
@@ -99,7 +102,34 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: kubernetes client: %v", sandbox.ErrPreflight, err)
 	}
-	return newBackend(ctx, cfg, rc, cli)
+	b, err := newBackend(ctx, cfg, rc, cli)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.preflight(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// preflight runs one pod through the whole path (loader, attach, logs)
+// and checks that its two output streams come back apart: the API server
+// and the kubelet must both serve PodLogOptions.Stream, or standard error
+// would be graded as standard output.
+func (b *Backend) preflight(ctx context.Context) error {
+	res, err := b.Run(ctx, sandbox.Spec{
+		Run: "preflight", Phase: "logs", Image: b.cfg.LoaderImage,
+		Cmd:   []string{"python3", "-I", "-S", "-c", "import sys; sys.stdout.write(sys.stdin.read()); sys.stderr.write('err')"},
+		Stdin: strings.NewReader("out"),
+	})
+	if err != nil {
+		return fmt.Errorf("%w: a pod with the loader image: %v", sandbox.ErrPreflight, err)
+	}
+	if string(res.Stdout) != "out" || string(res.Stderr) != "err" || res.Exit != sandbox.ExitExited || res.Code != 0 {
+		return fmt.Errorf("%w: output streams not kept apart (stdout %q, stderr %q): the API server and kubelet need PodLogsQuerySplitStreams",
+			sandbox.ErrPreflight, res.Stdout, res.Stderr)
+	}
+	return nil
 }
 
 // newBackend finishes New with a given client (a fake one in tests).
