@@ -77,7 +77,7 @@ func (b *Backend) waitPod(ctx context.Context, name string, timeout time.Duratio
 			lastErr = err
 			continue
 		}
-		p, done, err := drainWatch(w, check)
+		p, done, err := drainWatch(wctx, w, check)
 		w.Stop()
 		cancel()
 		if done || err != nil {
@@ -86,10 +86,20 @@ func (b *Backend) waitPod(ctx context.Context, name string, timeout time.Duratio
 	}
 }
 
-// drainWatch applies check to each event until it is done or the watch
-// ends.
-func drainWatch(w watch.Interface, check func(*corev1.Pod) (bool, error)) (*corev1.Pod, bool, error) {
-	for ev := range w.ResultChan() {
+// drainWatch applies check to each event until it is done, the watch
+// ends or ctx does (a watch need not close its channel with its context).
+func drainWatch(ctx context.Context, w watch.Interface, check func(*corev1.Pod) (bool, error)) (*corev1.Pod, bool, error) {
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil, false, nil
+		case ev, ok = <-w.ResultChan():
+		}
+		if !ok {
+			return nil, false, nil
+		}
 		switch ev.Type {
 		case watch.Deleted:
 			return nil, true, errDeleted
@@ -107,7 +117,6 @@ func drainWatch(w watch.Interface, check func(*corev1.Pod) (bool, error)) (*core
 			return nil, false, nil
 		}
 	}
-	return nil, false, nil
 }
 
 // containerStatus returns the status of the named container, init or not.
