@@ -103,6 +103,12 @@ type Options struct {
 	RetryErrors bool
 	// MaxErrors stops the run; nil means DefaultMaxErrors.
 	MaxErrors *Threshold
+	// Baselines holds the baseline outcome of compat tasks by task digest
+	// (what strictgrade task check computed): a compat item of a task
+	// found here is graded with it, so its verdict records the baseline
+	// and whether the patch flipped it. A task not found here is graded
+	// without one (flipped is then false).
+	Baselines map[string]schema.Outcome
 	// Progress, when set, is called after each item this run grades.
 	Progress func(Progress)
 }
@@ -482,7 +488,8 @@ func (r *runner) one(ctx context.Context, it Item) {
 
 func (r *runner) grader(ctx context.Context, t controller.Task, it Item) (*controller.Result, error) {
 	if it.Compat() {
-		return r.opts.Controller.Grade(ctx, t, controller.Submission{Diff: it.Patch})
+		_, digest := describe(t)
+		return r.opts.Controller.Grade(ctx, t, controller.Submission{Diff: it.Patch, Baseline: r.opts.Baselines[digest]})
 	}
 	st, err := os.Stat(it.Submission)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	sgbatch "github.com/strictgrade/strictgrade/batch"
+	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -112,6 +113,7 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	}
 	defer ctrl.Close()
 	opts.Controller = ctrl
+	opts.Baselines = runBaselines(stdio, opts.Tasks, ctrl.RuntimeImage())
 	prog := newRunProgress(stdio.Stderr)
 	opts.Progress = prog.update
 	sum, err := sgbatch.Run(ctx, opts)
@@ -206,4 +208,27 @@ func (p *runProgress) finish() {
 		p.bar.Exit()
 		fmt.Fprintln(p.w)
 	}
+}
+
+// runBaselines returns the baselines task check recorded for the compat
+// tasks of a run, by task digest, and says on stderr how many it has.
+func runBaselines(stdio IO, tasks sgbatch.Tasks, runtimeImage string) map[string]schema.Outcome {
+	out := map[string]schema.Outcome{}
+	compats, missing := 0, ""
+	for _, t := range tasks {
+		ct, ok := t.(*compat.Task)
+		if !ok {
+			continue
+		}
+		compats++
+		if o, why := lookupBaseline(ct, runtimeImage); o != "" {
+			out[ct.Digest] = o
+		} else if missing == "" {
+			missing = why
+		}
+	}
+	if compats > 0 && len(out) < compats {
+		fmt.Fprintf(stdio.Stderr, "run: %d of %d compat tasks have a recorded baseline; the others' verdicts record none and flipped is false (first: %s)\n", len(out), compats, missing)
+	}
+	return out
 }

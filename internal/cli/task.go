@@ -117,6 +117,7 @@ func runTaskCheck(ctx context.Context, args []string, stdio IO) error {
 				return nil, err
 			}
 			checks := []check{newCheck("baseline", schema.OutcomeFail, base)}
+			noteBaseline(stdio, t, base.Verdict, ctrl.RuntimeImage())
 			if base.Verdict.Outcome == schema.OutcomeError {
 				return checks, nil
 			}
@@ -437,6 +438,7 @@ func checkCompatBaseline(ctx context.Context, stdio IO, a *taskCheckArgs, t *com
 	if res == nil {
 		return checkErr
 	}
+	noteBaseline(stdio, t, res.Verdict, ctrl.RuntimeImage())
 	if err := report(stdio, res, signer, ephemeral, a.out, a.json); err != nil {
 		return err
 	}
@@ -449,4 +451,17 @@ func checkCompatBaseline(ctx context.Context, stdio IO, a *taskCheckArgs, t *com
 	// A fit task fails its hidden tests at the base: that is success here.
 	fmt.Fprintln(stdio.Stderr, "task check: the task is fit (hidden tests fail at the base for the right reason, the existing suite passes)")
 	return nil
+}
+
+// noteBaseline records a compat task's baseline for grade and run (see
+// baseline.go) and says where, or why not, on stderr; a cache that cannot
+// be written does not make the task unfit.
+func noteBaseline(stdio IO, t *compat.Task, v *schema.Verdict, runtimeImage string) {
+	p, err := recordBaseline(t, v, runtimeImage)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdio.Stderr, "task check: the baseline was not recorded: %v\n", err)
+	case p != "":
+		fmt.Fprintf(stdio.Stderr, "task check: baseline %s recorded in %s (grade and run use it for this task digest and runtime image)\n", v.Outcome, p)
+	}
 }
