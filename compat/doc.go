@@ -38,7 +38,11 @@
 //   - hidden: the hidden suite H. hidden.dir mirrors repository paths; its
 //     files are copied into the checkout after the diff is applied
 //     (overwriting files of the same path). hidden.tests lists the node ids
-//     that must pass; each lives in one of those files.
+//     that must pass; each lives in one of those files, or in a test file
+//     of the base commit that the hidden suite uses unchanged and that
+//     need not be copied under hidden.dir (Task.BaseTestFiles; the gate
+//     protects it as it protects the hidden files, and a test the base
+//     does not hold makes the baseline QUARANTINED, tests_missing).
 //   - allow: globs of the paths a diff may touch; deny: globs added to
 //     diffgate.DefaultDeny (which always applies). Both use the firewall's
 //     glob syntax (see firewall.Policy): a pattern without an inner "/"

@@ -251,6 +251,12 @@ func TestExample(t *testing.T) {
 // tests to the hidden suite.
 func variant(t *testing.T, files map[string]string, tests []string, edit func(spec map[string]any)) *compat.Task {
 	t.Helper()
+	return load(t, variantDir(t, files, tests, edit))
+}
+
+// variantDir lays out variant's task directory.
+func variantDir(t *testing.T, files map[string]string, tests []string, edit func(spec map[string]any)) string {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(exampleTask)); err != nil {
 		t.Fatal(err)
@@ -286,7 +292,7 @@ func variant(t *testing.T, files map[string]string, tests []string, edit func(sp
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return load(t, dir)
+	return dir
 }
 
 func TestBaselineQuarantines(t *testing.T) {
@@ -910,4 +916,59 @@ for _ in range(1024):
 			}
 		})
 	}
+}
+
+// TestHiddenInBaseFile: a hidden test may name a test of a file the base
+// commit holds, not copied under hidden/. It runs where the base has it:
+// the honest fix passes it with the others; at the base it passes, which
+// makes the baseline QUARANTINED (baseline_passed, naming it); one the
+// base file does not hold is missing (tests_missing).
+func TestHiddenInBaseFile(t *testing.T) {
+	const id = "tests/test_core.py::test_word_count"
+	// The test leaves the existing suite for the hidden one.
+	list, err := os.ReadFile(filepath.Join(exampleTask, "existing-tests.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newList := strings.Replace(string(list), id+"\n", "", 1)
+	sum := sha256.Sum256([]byte(newList))
+	dir := variantDir(t, nil, []string{id}, func(spec map[string]any) {
+		spec["existing"].(map[string]any)["sha256"] = hex.EncodeToString(sum[:])
+	})
+	if err := os.WriteFile(filepath.Join(dir, "existing-tests.txt"), []byte(newList), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk := load(t, dir)
+	if len(tk.BaseTestFiles) != 1 {
+		t.Fatalf("base test files %v", tk.BaseTestFiles)
+	}
+	t.Run("graded", func(t *testing.T) {
+		t.Parallel()
+		v := grade(t, tk, readDiff(t, "honest"), "").Verdict
+		if v.Outcome != schema.OutcomePass {
+			t.Fatalf("honest: %s %s", v.Outcome, v.Reason)
+		}
+		found := false
+		for _, c := range cases(v, schema.SuiteHidden) {
+			found = found || (c.ID == id && c.Outcome == schema.OutcomePass)
+		}
+		if !found {
+			t.Errorf("%s is not a passing hidden case: %+v", id, v.Cases)
+		}
+	})
+	t.Run("baseline passes it", func(t *testing.T) {
+		t.Parallel()
+		v := grade(t, tk, nil, "").Verdict
+		if v.Outcome != schema.OutcomeQuarantined || v.ReasonCode != schema.ReasonBaselinePassed || !strings.Contains(v.Reason, id) {
+			t.Errorf("baseline: %s %s %s", v.Outcome, v.ReasonCode, v.Reason)
+		}
+	})
+	t.Run("absent from the base", func(t *testing.T) {
+		t.Parallel()
+		const nope = "tests/test_core.py::test_not_there"
+		v := grade(t, variant(t, nil, []string{nope}, nil), nil, "").Verdict
+		if v.Outcome != schema.OutcomeQuarantined || v.ReasonCode != schema.ReasonTestsMissing || !strings.Contains(v.Reason, nope) {
+			t.Errorf("baseline: %s %s %s", v.Outcome, v.ReasonCode, v.Reason)
+		}
+	})
 }
