@@ -972,3 +972,31 @@ func TestHiddenInBaseFile(t *testing.T) {
 		}
 	})
 }
+
+// TestBaselineShadowed: a top-level package of the checkout that the
+// tests would import from the runtime image instead (pluggy, which pytest
+// imports before any test; attr in a src/ the pythonpath leaves out)
+// makes the baseline QUARANTINED, packages_shadowed, naming both; the
+// checkout's own package (textkit) does not.
+func TestBaselineShadowed(t *testing.T) {
+	t.Parallel()
+	tk := variant(t, map[string]string{
+		"pluggy/__init__.py":   "VERSION = 'the checkout'\n",
+		"src/attr/__init__.py": "VERSION = 'the checkout'\n",
+		"tests/test_shadow.py": "import attr\nimport pluggy\n\n\ndef test_checkout_copies():\n    assert attr.VERSION == pluggy.VERSION == 'the checkout'\n",
+	}, []string{"tests/test_shadow.py::test_checkout_copies"}, nil)
+	out := grade(t, tk, nil, "")
+	v := out.Verdict
+	if v.Outcome != schema.OutcomeQuarantined || v.ReasonCode != compat.ReasonPackagesShadowed || out.Fit() {
+		t.Fatalf("got %s %s: %s", v.Outcome, v.ReasonCode, v.Reason)
+	}
+	for _, want := range []string{"attr resolves to /usr/lib/python3/dist-packages/attr, not the checkout's src/attr",
+		"pluggy resolves to /usr/lib/python3/dist-packages/pluggy, not the checkout's pluggy"} {
+		if !strings.Contains(v.Reason, want) {
+			t.Errorf("reason lacks %q: %s", want, v.Reason)
+		}
+	}
+	if strings.Contains(v.Reason, "textkit") {
+		t.Errorf("the checkout's own package is named: %s", v.Reason)
+	}
+}
