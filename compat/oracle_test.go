@@ -15,6 +15,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/compat"
@@ -22,6 +25,7 @@ import (
 	"github.com/strictgrade/strictgrade/grading"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
+	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
 )
 
@@ -998,5 +1002,32 @@ func TestBaselineShadowed(t *testing.T) {
 	}
 	if strings.Contains(v.Reason, "textkit") {
 		t.Errorf("the checkout's own package is named: %s", v.Reason)
+	}
+}
+
+// TestPythonImagePackages: the list of what the Python image puts on
+// sys.path besides the standard library (images.PythonPackages, which the
+// README and the compat scaffold's README print) is what the image holds.
+func TestPythonImagePackages(t *testing.T) {
+	t.Parallel()
+	e := oracle(t)
+	run := runID()
+	const list = `import os
+names = set()
+for n in os.listdir("/usr/lib/python3/dist-packages"):
+    if n == "__pycache__" or n.endswith((".dist-info", ".egg-info", ".pth")):
+        continue
+    names.add(n[:-3] if n.endswith(".py") else n)
+print("\n".join(sorted(names)))
+`
+	res, err := e.eng.Run(t.Context(), sandbox.Spec{Run: run, Phase: "packages", Image: e.image,
+		Cmd: []string{"python3", "-I", "-c", list}, Limits: sandbox.Limits{Wall: 30 * time.Second}})
+	assertClean(t, run)
+	if err != nil || res.Code != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	got := strings.Fields(string(res.Stdout))
+	if diff := cmp.Diff(images.PythonPackages, got); diff != "" {
+		t.Errorf("images.PythonPackages (-listed +in the image):\n%s", diff)
 	}
 }
