@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -215,8 +217,8 @@ func (p *runProgress) finish() {
 func runBaselines(stdio IO, tasks sgbatch.Tasks, runtimeImage string) map[string]schema.Outcome {
 	out := map[string]schema.Outcome{}
 	compats, missing := 0, ""
-	for _, t := range tasks {
-		ct, ok := t.(*compat.Task)
+	for _, id := range slices.Sorted(maps.Keys(tasks)) {
+		ct, ok := tasks[id].(*compat.Task)
 		if !ok {
 			continue
 		}

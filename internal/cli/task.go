@@ -60,7 +60,10 @@ A checker that fails either is quarantined before any container starts.
 
 Prints a table of the checks (--json: one object with each check's verdict). With --out FILE the first
 graded check's signed verdict is written to FILE and each other's to FILE.<check> (FILE.noop, FILE.reference).
-A compat task without a reference diff prints and writes its baseline verdict alone, as before.
+A compat task without a reference diff prints and writes its baseline verdict alone, as before. A compat
+baseline (FAIL or QUARANTINED) is recorded by task digest and runtime image in $STRICTGRADE_CACHE_DIR/baselines
+(default: the user's cache directory's strictgrade/baselines), where grade and run find it, so that their
+verdicts record the baseline and whether a patch flipped it.
 
 Exit 0 when the task is fit, 4 when it is not (QUARANTINED, with the reason), 3 when a check's verdict is
 ERROR, 2 for a malformed task or a strict task without a reference solution.`
