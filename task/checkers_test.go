@@ -1,6 +1,7 @@
 package task_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/strictgrade/strictgrade/internal/testtree"
+	"github.com/strictgrade/strictgrade/judge"
+	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
 )
 
@@ -189,3 +192,53 @@ func TestCheckCheckersNone(t *testing.T) {
 }
 
 func sha(b []byte) string { return fmt.Sprintf("%x", sha256.Sum256(b)) }
+
+// FuzzCheckerBoundary: whatever a candidate's function returns (any bytes
+// as its record's value), the example's checker, run by the judge's own
+// code, decides the case: PASS or FAIL, never an error (which would make
+// the grade an ERROR). The seeds are the hostile outputs: garbage,
+// invalid UTF-8, deep nesting, huge numbers.
+func FuzzCheckerBoundary(f *testing.F) {
+	tk, err := task.Load(f.Context(), filepath.Join("..", "examples", "toposort", "task"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	module, err := tk.HiddenFile("checker.wasm")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var diamond judge.Case
+	for _, c := range tk.Cases.Cases {
+		if c.ID == "diamond" {
+			diamond = c
+		}
+	}
+	cases := &judge.Cases{Compare: tk.Cases.Compare, Cases: []judge.Case{diamond}}
+	for _, seed := range []string{
+		"[0,1,2,3]", "[0,2,1,3]", "[3,2,1,0]", "[]", "null", `"0123"`, "[0,1,2,3,4]", "[0,0,0,0]",
+		"[1e999,-0,0.5,9007199254740993]", `{"a":[0,1,2,3]}`,
+		strings.Repeat("[", 600) + strings.Repeat("]", 600),
+		"\xff\xfe\x00garbage", string(bytes.Repeat([]byte{0x80, 0xc0, 0x00, '{'}, 4096)),
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		in := &judge.Input{
+			Meta: judge.Meta{Kind: schema.KindFunction, Verdict: schema.Verdict{Schema: schema.ID, Tier: schema.TierStrict,
+				Task: schema.Task{ID: "toposort", Kind: schema.KindFunction}}},
+			Cases:  cases,
+			Hidden: map[string][]byte{"checker.wasm": module},
+			Outputs: []judge.Output{{
+				Result: &judge.RunResult{Exit: schema.ExitExited},
+				Files:  map[string]*judge.Blob{judge.ValueFile: {Data: append(append([]byte(`{"ok":true,"value":`), value...), '}')}},
+			}},
+		}
+		v, err := judge.Judge(in)
+		if err != nil {
+			t.Fatalf("value %q: %v", value, err)
+		}
+		if o := v.Cases[0].Outcome; o != schema.OutcomePass && o != schema.OutcomeFail {
+			t.Fatalf("value %q: %s", value, o)
+		}
+	})
+}
