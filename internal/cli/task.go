@@ -41,6 +41,7 @@ func runTask(ctx context.Context, args []string, stdio IO) error {
 type taskCheckArgs struct {
 	dir, reference, key, out string
 	noop, json               bool
+	backendArgs
 }
 
 const taskCheckAbout = `Checks that a task is fit to grade, in either tier.
@@ -76,6 +77,7 @@ func parseTaskCheck(args []string, stdio IO) (*taskCheckArgs, error) {
 	fs.StringVar(&a.key, "key", "", keyHelp)
 	fs.StringVar(&a.out, "out", "", "write the first check's signed verdict to `FILE`, the others' to FILE.<check> (checked before the run)")
 	fs.BoolVar(&a.json, "json", false, "print the result as JSON")
+	a.backendArgs.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, err
@@ -326,7 +328,7 @@ func runChecks(ctx context.Context, stdio IO, a *taskCheckArgs, t controller.Tas
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}
@@ -432,7 +434,7 @@ func checkCompatBaseline(ctx context.Context, stdio IO, a *taskCheckArgs, t *com
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}
