@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	sgbatch "github.com/strictgrade/strictgrade/batch"
 	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/schema"
@@ -94,5 +95,31 @@ func TestBaselineDir(t *testing.T) {
 	}
 	if _, err := baselinePath("../../etc/passwd"); err == nil {
 		t.Error("a path was taken for a digest")
+	}
+}
+
+// TestRunBaselines: run hands the batch the recorded baselines of its
+// compat tasks, by digest, and says how many lack one.
+func TestRunBaselines(t *testing.T) {
+	t.Setenv(cacheEnv, t.TempDir())
+	tasks, err := sgbatch.LoadTasks(t.Context(), []string{filepath.Join("..", "..", "examples", "compat-textkit", "task"), sumTask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := tasks["textkit-slugify"].(*compat.Task)
+	var stderr strings.Builder
+	stdio := IO{Stderr: &stderr}
+	if got := runBaselines(stdio, tasks, "sha256:img"); len(got) != 0 || !strings.Contains(stderr.String(), "run: 0 of 1 compat tasks have a recorded baseline") {
+		t.Errorf("none: %v\n%s", got, stderr.String())
+	}
+	if _, err := recordBaseline(ct, &schema.Verdict{Outcome: schema.OutcomeFail, Task: schema.Task{Digest: ct.Digest}}, "sha256:img"); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if got := runBaselines(stdio, tasks, "sha256:img"); len(got) != 1 || got[ct.Digest] != schema.OutcomeFail || stderr.Len() != 0 {
+		t.Errorf("recorded: %v\n%s", got, stderr.String())
+	}
+	if got := runBaselines(stdio, tasks, "sha256:another"); len(got) != 0 {
+		t.Errorf("another image: %v", got)
 	}
 }
