@@ -139,10 +139,15 @@ func TestBrokenCheckersOnDocker(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(solution, "solution.py"), []byte("def f(*args):\n    return [1]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ mode, want string }{
-		{"loop", "ran past its deadline of 300 ms"},
-		{"oom", "out of memory"},
-		{"spam", "wrote more than its output cap of 4096 bytes"},
+	// Each case is decided by one limit, the others far from it: the
+	// memory grab has the longest deadline, so that a loaded machine
+	// cannot make time win.
+	for _, tc := range []struct{ mode, limits, want string }{
+		{"loop", `"timeout_ms":300`, "ran past its deadline of 300 ms"},
+		// Go's runtime, refused more memory, dies: in the verdict's
+		// reason, cut short, a trap (its stderr says out of memory).
+		{"oom", `"timeout_ms":10000,"memory_pages":512`, "trapped: wasm error: "},
+		{"spam", `"output_bytes":4096`, "wrote more than its output cap of 4096 bytes"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			dir := t.TempDir()
@@ -151,7 +156,7 @@ func TestBrokenCheckersOnDocker(t *testing.T) {
 					"function":{"module":"solution","name":"f"},"artifacts":["solution.py"]}`),
 				"public/README.md":    []byte("any list\n"),
 				"hidden/checker.wasm": module,
-				"hidden/cases.json": []byte(`{"compare":{"kind":"checker","module":"checker.wasm","timeout_ms":300,"memory_pages":512,"output_bytes":4096},
+				"hidden/cases.json": []byte(`{"compare":{"kind":"checker","module":"checker.wasm",` + tc.limits + `},
 					"cases":[{"id":"c","args":["` + tc.mode + `"],"expected":[1]}]}`),
 			}
 			for name, data := range files {
