@@ -260,6 +260,9 @@ func checkerChecks(t *task.Task) ([]check, error) {
 	if expected.Reason == "" {
 		expected.Reason = summary
 	}
+	if wrong.Reason == "" {
+		wrong.Reason = "every case rejected a wrong output, and the checker answered them all"
+	}
 	return []check{expected, wrong}, nil
 }
 
