@@ -99,7 +99,7 @@ func (g *grader) checkImports(ctx context.Context, work string) (string, error) 
 		parts = append(parts, fmt.Sprintf("%s resolves to %s, not the checkout's %s", s.Name, s.ResolvesTo, strings.TrimPrefix(s.Checkout, RepoDir+"/")))
 	}
 	return "the tests would grade copies outside the checkout: " + strings.Join(parts, "; ") +
-		" (a src layout needs repo.pythonpath [\"src\"]; a package the runtime image already holds and pytest imports first cannot be graded in it)", nil
+		" (for a src layout, set repo.pythonpath to src; a package the runtime image holds and pytest imports first cannot be graded in it)", nil
 }
 
 // shadowed turns a baseline verdict into QUARANTINED for shadowed
