@@ -92,75 +92,7 @@ var hostile = []string{
 // handler, shows each string as text, and that results.md breaks no table.
 func TestReportEscapesHostileText(t *testing.T) {
 	out := t.TempDir()
-	signer := newSigner(t)
-	pem, err := signer.PublicKeyPEM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFiles(t, out, map[string]string{batch.KeyFile: string(pem)})
-
-	var lines [][]byte
-	add := func(r batch.Record) {
-		line, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, line)
-	}
-	// A signed compat verdict full of hostile text.
-	sub := []byte("diff --git a/x b/x\n")
-	sum := sha256.Sum256(sub)
-	data, err := os.ReadFile(filepath.Join("..", "schema", "testdata", "valid", "compat-final-flipped.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v schema.Verdict
-	if err := json.Unmarshal(data, &v); err != nil {
-		t.Fatal(err)
-	}
-	v.Schema = schema.ID
-	v.Outcome, v.ReasonCode, v.Reason = schema.OutcomeFail, schema.ReasonWrongAnswer, hostile[0]+hostile[1]
-	v.Compat.Flipped, v.Compat.DroppedHunks = false, []schema.DroppedHunk{{Path: hostile[2], Rule: "denylist:conftest.py"}}
-	v.Submission.SHA256, v.Submission.Size = hex.EncodeToString(sum[:]), int64(len(sub))
-	v.Nonce = schema.NewNonce()
-	var cases []schema.Case
-	for i, h := range hostile[:7] { // the schema refuses bidirectional controls
-		c := schema.Case{ID: h, Outcome: schema.OutcomeFail, DecidedBy: schema.DecidedByJUnit, Suite: schema.SuiteHidden, Reason: hostile[len(hostile)-1-i]}
-		if i%2 == 0 {
-			c.Outcome, c.Reason = schema.OutcomePass, ""
-		}
-		cases = append(cases, c)
-	}
-	v.SetCases(cases)
-	signed, err := signer.Sign(t.Context(), &v, attest.SignOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(batch.ItemsDir, "compat1")
-	writeFiles(t, out, map[string]string{
-		filepath.Join(dir, batch.BundleFile):     string(signed.Bundle),
-		filepath.Join(dir, batch.SubmissionFile): string(sub),
-	})
-	rec := batch.Record{Item: hostile[3], Task: hostile[4], Tier: schema.TierCompat, Outcome: schema.OutcomeFail, ReasonCode: hostile[5],
-		TaskDigest: v.Task.Digest, SubmissionSHA256: v.Submission.SHA256, Nonce: v.Nonce,
-		Bundle: dir + "/" + batch.BundleFile, Submission: dir + "/" + batch.SubmissionFile, Timings: schema.Timings{TotalMS: 1234},
-		Finished: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	add(rec)
-	// The same bundle under a record that lies about its outcome: it does
-	// not verify, and the error quotes the lie.
-	lie := rec
-	lie.Item, lie.Outcome = hostile[6], schema.Outcome(hostile[7])
-	add(lie)
-	// Grader errors without a verdict.
-	for i, h := range hostile {
-		add(batch.Record{Item: "error " + h, Task: h, Tier: schema.TierStrict, Outcome: schema.OutcomeError, ReasonCode: h,
-			Error: hostile[(i+3)%len(hostile)] + "\nsecond line", WallMS: int64(100 * (i + 1))})
-	}
-	results := append(bytes.Join(lines, []byte("\n")), '\n')
-	// Invalid UTF-8 inside JSON strings.
-	results = append(results, []byte("{\"item\":\"bad \xff\xfe<b>utf8</b>\",\"task\":\"t\xc3\",\"tier\":\"strict\",\"outcome\":\"ERROR\",\"error\":\"\xed\xa0\x80<i>x</i>\",\"wall_ms\":5}\n")...)
-	writeFiles(t, out, map[string]string{batch.ResultsFile: string(results)})
-
+	writeHostileRun(t, out)
 	if err := batch.WriteReport(out, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -275,4 +207,79 @@ func checkPage(t *testing.T, page []byte) {
 			t.Errorf("report.html's style sheet holds %q", bad)
 		}
 	}
+}
+
+// writeHostileRun writes a run directory into out whose every
+// attacker-influenced string is one of hostile.
+func writeHostileRun(t *testing.T, out string) {
+	t.Helper()
+	signer := newSigner(t)
+	pem, err := signer.PublicKeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, out, map[string]string{batch.KeyFile: string(pem)})
+
+	var lines [][]byte
+	add := func(r batch.Record) {
+		line, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, line)
+	}
+	// A signed compat verdict full of hostile text.
+	sub := []byte("diff --git a/x b/x\n")
+	sum := sha256.Sum256(sub)
+	data, err := os.ReadFile(filepath.Join("..", "schema", "testdata", "valid", "compat-final-flipped.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v schema.Verdict
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	v.Schema = schema.ID
+	v.Outcome, v.ReasonCode, v.Reason = schema.OutcomeFail, schema.ReasonWrongAnswer, hostile[0]+hostile[1]
+	v.Compat.Flipped, v.Compat.DroppedHunks = false, []schema.DroppedHunk{{Path: hostile[2], Rule: "denylist:conftest.py"}}
+	v.Submission.SHA256, v.Submission.Size = hex.EncodeToString(sum[:]), int64(len(sub))
+	v.Nonce = schema.NewNonce()
+	var cases []schema.Case
+	for i, h := range hostile[:7] { // the schema refuses bidirectional controls
+		c := schema.Case{ID: h, Outcome: schema.OutcomeFail, DecidedBy: schema.DecidedByJUnit, Suite: schema.SuiteHidden, Reason: hostile[len(hostile)-1-i]}
+		if i%2 == 0 {
+			c.Outcome, c.Reason = schema.OutcomePass, ""
+		}
+		cases = append(cases, c)
+	}
+	v.SetCases(cases)
+	signed, err := signer.Sign(t.Context(), &v, attest.SignOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(batch.ItemsDir, "compat1")
+	writeFiles(t, out, map[string]string{
+		filepath.Join(dir, batch.BundleFile):     string(signed.Bundle),
+		filepath.Join(dir, batch.SubmissionFile): string(sub),
+	})
+	rec := batch.Record{Item: hostile[3], Task: hostile[4], Tier: schema.TierCompat, Outcome: schema.OutcomeFail, ReasonCode: hostile[5],
+		TaskDigest: v.Task.Digest, SubmissionSHA256: v.Submission.SHA256, Nonce: v.Nonce,
+		Bundle: dir + "/" + batch.BundleFile, Submission: dir + "/" + batch.SubmissionFile, Timings: schema.Timings{TotalMS: 1234},
+		Finished: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	add(rec)
+	// The same bundle under a record that lies about its outcome: it does
+	// not verify, and the error quotes the lie.
+	lie := rec
+	lie.Item, lie.Outcome = hostile[6], schema.Outcome(hostile[7])
+	add(lie)
+	// Grader errors without a verdict.
+	for i, h := range hostile {
+		add(batch.Record{Item: "error " + h, Task: h, Tier: schema.TierStrict, Outcome: schema.OutcomeError, ReasonCode: h,
+			Error: hostile[(i+3)%len(hostile)] + "\nsecond line", WallMS: int64(100 * (i + 1))})
+	}
+	results := append(bytes.Join(lines, []byte("\n")), '\n')
+	// Invalid UTF-8 inside JSON strings.
+	results = append(results, []byte("{\"item\":\"bad \xff\xfe<b>utf8</b>\",\"task\":\"t\xc3\",\"tier\":\"strict\",\"outcome\":\"ERROR\",\"error\":\"\xed\xa0\x80<i>x</i>\",\"wall_ms\":5}\n")...)
+	writeFiles(t, out, map[string]string{batch.ResultsFile: string(results)})
+
 }
