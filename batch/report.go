@@ -515,7 +515,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	}
 	p(".\n\n")
 	if v.Unverif > 0 {
-		p("**%d items do not verify**; their verdicts are not used below.\n\n", v.Unverif)
+		p("**%d of the items do not verify**: they are counted as their records say, listed apart, and their verdicts are not used.\n\n", v.Unverif)
 	}
 	p("## Outcomes\n\nERROR is the grader's failure, never the submission's; pass rates leave it out.\n\n")
 	head("outcome", "items")

@@ -109,7 +109,7 @@ func TestReportEscapesHostileText(t *testing.T) {
 			t.Errorf("report.html does not show %q as text", want)
 		}
 	}
-	for _, want := range []string{"bad \uFFFD\uFFFD<b>utf8</b>", "1 items do not verify", "the record says " + hostile[7][:10]} {
+	for _, want := range []string{"bad \uFFFD\uFFFD<b>utf8</b>", "1 of the items do not verify", "the record says " + hostile[7][:10]} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report.html does not show %q", want)
 		}
