@@ -9,9 +9,9 @@ import (
 	"github.com/strictgrade/strictgrade/internal/resumedemo"
 )
 
-// TestRunSurvivesSIGKILL is the demonstration at a small size: eight
+// TestRunSurvivesSIGKILL is the demonstration at a small size: six
 // items of the four example tasks, --parallel 2, the CLI killed with
-// SIGKILL once three are done, then resumed; Run checks that each item
+// SIGKILL once two are done, then resumed; Run checks that each item
 // was graded exactly once and as it deserves, that verify --run passes,
 // and that gc leaves nothing of either process in the engine.
 func TestRunSurvivesSIGKILL(t *testing.T) {
@@ -19,14 +19,14 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := resumedemo.Run(t.Context(), resumedemo.Config{Repo: repo, Work: t.TempDir(), Items: 8, KillAfter: 3, Parallel: 2, Log: tlog{t}})
+	n, err := resumedemo.Run(t.Context(), resumedemo.Config{Repo: repo, Work: t.TempDir(), Items: 6, KillAfter: 2, Parallel: 2, Log: tlog{t}})
 	if n != nil {
 		t.Log(n)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.DoneBeforeKill < 3 || n.DoneBeforeKill >= 8 || n.ResumeGraded == 0 {
+	if n.DoneBeforeKill < 2 || n.DoneBeforeKill >= 6 || n.ResumeGraded == 0 {
 		t.Errorf("the kill did not fall part way: %s", n)
 	}
 }
