@@ -96,6 +96,10 @@ func Run(ctx context.Context, c Config) (*Numbers, error) {
 	if c.KillAfter >= c.Items {
 		return nil, fmt.Errorf("resumedemo: KillAfter %d must be below Items %d", c.KillAfter, c.Items)
 	}
+	var err error
+	if c.Repo, err = filepath.Abs(c.Repo); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(c.Work, 0o755); err != nil {
 		return nil, err
 	}
