@@ -273,3 +273,73 @@ func (r *Report) WriteJUnit(w io.Writer, exp *Expected) error {
 	_, err := io.WriteString(w, "\n")
 	return err
 }
+
+// LoadReport reads a report WriteJSON wrote.
+func LoadReport(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("proofmatrix: %s: %w", path, err)
+	}
+	if r.Runtime == "" {
+		return nil, fmt.Errorf("proofmatrix: %s: the report names no runtime", path)
+	}
+	return &r, nil
+}
+
+// WriteRuntimesMarkdown writes one Markdown table of several reports, one
+// row per probe and tier and one column per report's runtime, so that runs
+// of the same matrix on different backends can be read side by side. A
+// cell whose result or deciding layer differs from the first report's is
+// marked "differs"; a probe a report did not run is "—".
+func WriteRuntimesMarkdown(w io.Writer, reps []*Report) error {
+	if len(reps) == 0 {
+		return fmt.Errorf("proofmatrix: no reports to tabulate")
+	}
+	type key struct {
+		id   string
+		tier Tier
+	}
+	var order []Entry
+	seen := map[key]bool{}
+	got := make([]map[key]Entry, len(reps))
+	for i, r := range reps {
+		got[i] = map[key]Entry{}
+		for _, e := range r.sorted() {
+			k := key{e.ID, e.Tier}
+			got[i][k] = e
+			if !seen[k] {
+				seen[k] = true
+				order = append(order, e)
+			}
+		}
+	}
+	head, rule := "| probe | tier |", "|---|---|"
+	for _, r := range reps {
+		head += " " + r.Runtime + " |"
+		rule += "---|"
+	}
+	fmt.Fprintln(w, head)
+	fmt.Fprintln(w, rule)
+	for _, e := range order {
+		k := key{e.ID, e.Tier}
+		line := fmt.Sprintf("| `%s` | %s |", e.ID, e.Tier)
+		first, firstOK := got[0][k]
+		for i := range reps {
+			g, ok := got[i][k]
+			switch {
+			case !ok:
+				line += " — |"
+			case i > 0 && (!firstOK || g.Got.Result != first.Got.Result || g.Got.Layer != first.Got.Layer):
+				line += fmt.Sprintf(" **differs**: %s (`%s`) |", g.Got.Result, g.Got.Layer)
+			default:
+				line += fmt.Sprintf(" %s (`%s`) |", g.Got.Result, g.Got.Layer)
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	return nil
+}

@@ -54,6 +54,7 @@ func loadSigner(path string) (*attest.Signer, bool, error) {
 type gradeArgs struct {
 	task, submission, key, out, disclosure, nonce string
 	json                                          bool
+	backendArgs
 }
 
 func runGrade(ctx context.Context, args []string, stdio IO) error {
@@ -67,6 +68,7 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 	fs.BoolVar(&a.json, "json", false, "print the verdict as JSON instead of a table")
 	fs.StringVar(&a.disclosure, "disclosure", "", "how much strict-tier reasons may say: digest (positions and digests only; the default) or detailed (escaped excerpts of the candidate's output, for debugging; a task that asks for digest keeps it)")
 	fs.StringVar(&a.nonce, "nonce", "", "bind the verdict to this host-issued nonce (default: a fresh one)")
+	a.backendArgs.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -101,7 +103,7 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 	}
 	defer closeSub()
 	sub.Nonce = a.nonce
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Disclosure: policy})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Disclosure: policy, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ type runArgs struct {
 	items, tasks, out, key, maxErrors string
 	parallel                          int
 	retryErrors                       bool
+	backendArgs
 }
 
 func runRun(ctx context.Context, args []string, stdio IO) error {
@@ -56,6 +57,7 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	fs.IntVar(&a.parallel, "parallel", 2, "grade `N` items at once")
 	fs.StringVar(&a.key, "key", "", keyHelp+"; needed to resume")
 	fs.BoolVar(&a.retryErrors, "retry-errors", false, "on resume, grade ERROR items again")
+	a.backendArgs.register(fs)
 	fs.StringVar(&a.maxErrors, "max-errors", "", "stop the run when the grader errors on more than `N` items, or a FRACTION (0.2, 20%) of those done, after 5 (default: 10 or 20%, whichever is larger)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -106,7 +108,7 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	}
 	// One slog line per grade event would bury the progress: warnings only.
 	quiet := slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: quiet, MaxInFlight: a.parallel})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: quiet, MaxInFlight: a.parallel, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,7 @@ func runTask(ctx context.Context, args []string, stdio IO) error {
 type taskCheckArgs struct {
 	dir, reference, key, out string
 	noop, json               bool
+	backendArgs
 }
 
 const taskCheckAbout = `Checks that a task is fit to grade, in either tier.
@@ -66,6 +67,7 @@ func parseTaskCheck(args []string, stdio IO) (*taskCheckArgs, error) {
 	fs.StringVar(&a.key, "key", "", keyHelp)
 	fs.StringVar(&a.out, "out", "", "write the first check's signed verdict to `FILE`, the others' to FILE.<check> (checked before the run)")
 	fs.BoolVar(&a.json, "json", false, "print the result as JSON")
+	a.backendArgs.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, err
@@ -256,7 +258,7 @@ func runChecks(ctx context.Context, stdio IO, a *taskCheckArgs, t controller.Tas
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}
@@ -338,7 +340,7 @@ func checkCompatBaseline(ctx context.Context, stdio IO, a *taskCheckArgs, t *com
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}
