@@ -27,7 +27,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 say() { printf '== gvisor: %s\n' "$*" >&2; }
 
 build() {
-  if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1; then
+  # Static only: runsc re-executes itself inside a root with no dynamic loader.
+  if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1 && ! readelf -l "$BIN" | grep -q 'program interpreter'; then
     say "runsc $GVISOR_VERSION is cached at $BIN"
     return
   fi
@@ -85,7 +86,7 @@ EOF
   docker -H "unix://$SOCK" info --format '{{json .Runtimes}}' | grep -q '"runsc"' || { say "runsc is not among the daemon's runtimes"; exit 1; }
   # The project's images, by ID, from the main daemon (no registry here).
   local img id
-  for img in $(docker images --filter label=dev.strictgrade.managed=true --format '{{.Repository}}:{{.Tag}}' | grep -v '<none>'); do
+  for img in $(docker images --filter label=dev.strictgrade.image --format '{{.Repository}}:{{.Tag}}' | grep -v '<none>'); do
     id=$(docker image inspect --format '{{.Id}}' "$img")
     if [ "$(docker -H "unix://$SOCK" image inspect --format '{{.Id}}' "$img" 2>/dev/null)" != "$id" ]; then
       say "loading $img"

@@ -536,6 +536,24 @@ func parseIDList(data []byte) ([]string, error) {
 	return checkIDs(strings.Split(string(data[:len(data)-1]), "\n"))
 }
 
+// CheckID reports whether id is a valid task id (the spec's "id"): it
+// must match [A-Za-z0-9][A-Za-z0-9._:/@+-]*, at most 256 characters.
+func CheckID(id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("task id %q must match %s", id, idPattern)
+	}
+	return nil
+}
+
+// CheckTestIDs validates one suite's pytest node ids as Load does: each of
+// the form path.py::name[::name...][params], printable, not starting with
+// '-'; no id listed twice; no two with the same JUnit name; at most 5000
+// of them. It says nothing of whether the tests exist.
+func CheckTestIDs(ids []string) error {
+	_, err := checkIDs(ids)
+	return err
+}
+
 // checkIDs validates node ids: each one well formed and unique, and no two
 // with the same JUnit name (the report could not tell them apart).
 func checkIDs(ids []string) ([]string, error) {

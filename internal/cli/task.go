@@ -18,13 +18,13 @@ import (
 )
 
 func init() {
-	register(command{name: "task", summary: "write a new task (task new) or check that one is fit to grade (task check)", do: runTask})
+	register(command{name: "task", summary: "write a new task (task new), import a SWE-bench instance (task import-swebench) or check that a task is fit to grade (task check)", do: runTask})
 }
 
 func runTask(ctx context.Context, args []string, stdio IO) error {
 	if isHelp(args) {
-		fmt.Fprintln(stdio.Stderr, "usage: strictgrade task new --kind function|command|data|compat DIR\n       strictgrade task check DIR [--reference PATH] [--noop=false] [--key FILE] [--out FILE] [--json]")
-		fmt.Fprintln(stdio.Stderr, "\nstrictgrade task new -h and strictgrade task check -h describe them.\n\n"+exitCodesHelp)
+		fmt.Fprintln(stdio.Stderr, "usage: strictgrade task new --kind function|command|data|compat DIR\n       strictgrade task import-swebench --instance FILE.json --repo PATH --out DIR [--key FILE] [--json]\n       strictgrade task check DIR [--reference PATH] [--noop=false] [--key FILE] [--out FILE] [--json]")
+		fmt.Fprintln(stdio.Stderr, "\nstrictgrade task new -h, strictgrade task import-swebench -h and strictgrade task check -h describe them.\n\n"+exitCodesHelp)
 		return nil
 	}
 	switch firstArg(args) {
@@ -32,8 +32,10 @@ func runTask(ctx context.Context, args []string, stdio IO) error {
 		return within("task check", runTaskCheck(ctx, args[1:], stdio))
 	case "new":
 		return within("task new", runTaskNew(ctx, args[1:], stdio))
+	case "import-swebench":
+		return within("task import-swebench", runTaskImport(ctx, args[1:], stdio))
 	}
-	return usagef("the subcommands are new and check")
+	return usagef("the subcommands are new, import-swebench and check")
 }
 
 // taskCheckArgs is task check's command line.
@@ -107,19 +109,7 @@ func runTaskCheck(ctx context.Context, args []string, stdio IO) error {
 			return badInput(err)
 		}
 		return runChecks(ctx, stdio, a, t, func(ctrl *controller.Controller) ([]check, error) {
-			base, err := ctrl.CheckCompat(ctx, t)
-			if base == nil {
-				return nil, err
-			}
-			checks := []check{newCheck("baseline", schema.OutcomeFail, base)}
-			if base.Verdict.Outcome == schema.OutcomeError {
-				return checks, nil
-			}
-			res, err := ctrl.Grade(ctx, t, controller.Submission{Diff: diff, Baseline: base.Verdict.Outcome})
-			if res == nil {
-				return checks, err
-			}
-			return append(checks, newCheck("reference", schema.OutcomePass, res)), nil
+			return compatChecks(ctx, ctrl, t, diff)
 		})
 	case *task.Task:
 		ref, err := strictReference(a)
