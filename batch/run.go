@@ -172,7 +172,8 @@ type Summary struct {
 }
 
 // Run grades opts.Items into opts.Out and returns the summary it also
-// writes to OUT/summary.json. Items whose verdict a previous run left and
+// writes to OUT/summary.json, then writes the report (WriteReport), also
+// when the run stopped early. Items whose verdict a previous run left and
 // that verify are kept, not graded again (ERRORs only without
 // RetryErrors). It returns an error wrapping ErrBadItem (nothing graded)
 // for an item naming an unknown task or of the wrong form, ErrKeyMismatch,
@@ -261,6 +262,9 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	data, _ := json.MarshalIndent(sum, "", "  ")
 	if err := WriteFileAtomic(filepath.Join(opts.Out, SummaryFile), append(data, '\n')); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := WriteReport(opts.Out, pub); err != nil && runErr == nil {
 		runErr = err
 	}
 	return sum, runErr

@@ -49,6 +49,21 @@ func streamCommand(so StreamOut, cmd []string, pol firewall.Policy) []string {
 // a block, a USTAR header block and the padding of its data; the data of
 // the regular files, none of them sparse, fits in the tmpfs's size; and
 // the archive ends with two zero blocks.
+// quotaPolicy narrows pol to the stream-out quota so: no more entries than
+// the quota's inodes and no more bytes than its size. Where the runtime's
+// tmpfs enforces the quota (runc) this refuses nothing new; where it does
+// not count inodes (gVisor's tmpfs), a tree over the quota leaves as an
+// archive the firewall refuses.
+func quotaPolicy(so StreamOut, pol firewall.Policy) firewall.Policy {
+	if pol.MaxEntries == 0 || int64(pol.MaxEntries) > so.Inodes {
+		pol.MaxEntries = int(so.Inodes)
+	}
+	if pol.MaxTotalBytes == 0 || pol.MaxTotalBytes > so.Bytes {
+		pol.MaxTotalBytes = so.Bytes
+	}
+	return pol
+}
+
 func streamCap(so StreamOut, pol firewall.Policy) int64 {
 	const block = 512
 	maxName, _ := pathBounds(pol)
