@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/strictgrade/strictgrade/attest"
+	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -108,6 +109,9 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 		return err
 	}
 	defer ctrl.Close()
+	if ct, ok := t.(*compat.Task); ok {
+		sub.Baseline = compatBaseline(stdio, "grade", ct, ctrl.RuntimeImage())
+	}
 	res, gradeErr := ctrl.Grade(ctx, t, sub)
 	if res == nil {
 		return gradeErr
@@ -242,4 +246,18 @@ func printVerdict(w io.Writer, v *schema.Verdict) {
 	counts := v.Counts()
 	fmt.Fprintf(w, "%d passed, %d failed of %d cases; submission sha256 %s; run %s\n",
 		counts[schema.OutcomePass], counts[schema.OutcomeFail], len(v.Cases), v.Submission.SHA256, v.RunID)
+}
+
+// compatBaseline returns the baseline task check recorded for a compat
+// task and says on stderr which it uses, or why it has none (the verdict
+// then records no baseline and flipped is false).
+func compatBaseline(stdio IO, cmd string, t *compat.Task, runtimeImage string) schema.Outcome {
+	o, why := lookupBaseline(t, runtimeImage)
+	switch {
+	case o == "":
+		fmt.Fprintf(stdio.Stderr, "%s: %s; without it the verdict records no baseline and flipped is false\n", cmd, why)
+	case o == schema.OutcomeQuarantined:
+		fmt.Fprintf(stdio.Stderr, "%s: task %s was QUARANTINED by task check: it is not fit to grade\n", cmd, t.Spec.ID)
+	}
+	return o
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	sgbatch "github.com/strictgrade/strictgrade/batch"
+	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -114,6 +117,7 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	}
 	defer ctrl.Close()
 	opts.Controller = ctrl
+	opts.Baselines = runBaselines(stdio, opts.Tasks, ctrl.RuntimeImage())
 	prog := newRunProgress(stdio.Stderr)
 	opts.Progress = prog.update
 	sum, err := sgbatch.Run(ctx, opts)
@@ -208,4 +212,27 @@ func (p *runProgress) finish() {
 		p.bar.Exit()
 		fmt.Fprintln(p.w)
 	}
+}
+
+// runBaselines returns the baselines task check recorded for the compat
+// tasks of a run, by task digest, and says on stderr how many it has.
+func runBaselines(stdio IO, tasks sgbatch.Tasks, runtimeImage string) map[string]schema.Outcome {
+	out := map[string]schema.Outcome{}
+	compats, missing := 0, ""
+	for _, id := range slices.Sorted(maps.Keys(tasks)) {
+		ct, ok := tasks[id].(*compat.Task)
+		if !ok {
+			continue
+		}
+		compats++
+		if o, why := lookupBaseline(ct, runtimeImage); o != "" {
+			out[ct.Digest] = o
+		} else if missing == "" {
+			missing = why
+		}
+	}
+	if compats > 0 && len(out) < compats {
+		fmt.Fprintf(stdio.Stderr, "run: %d of %d compat tasks have a recorded baseline; the others' verdicts record none and flipped is false (first: %s)\n", len(out), compats, missing)
+	}
+	return out
 }

@@ -101,7 +101,7 @@ func runTaskImport(ctx context.Context, args []string, stdio IO) error {
 			}
 			defer ctrl.Close()
 			var runErr error
-			checks, runErr = compatChecks(ctx, ctrl, t, reference)
+			checks, runErr = compatChecks(ctx, stdio, ctrl, t, reference)
 			decision = decideChecks(checks)
 			if len(checks) > 0 && !a.json {
 				if err := reportChecks(stdio, t, checks, decision, signer, ephemeral, checkArgs); err != nil {
@@ -137,12 +137,13 @@ func runTaskImport(ctx context.Context, args []string, stdio IO) error {
 
 // compatChecks runs task check's checks of a compat task with a reference
 // diff: the baseline, then the reference (unless the baseline is ERROR).
-func compatChecks(ctx context.Context, ctrl *controller.Controller, t *compat.Task, reference []byte) ([]check, error) {
+func compatChecks(ctx context.Context, stdio IO, ctrl *controller.Controller, t *compat.Task, reference []byte) ([]check, error) {
 	base, err := ctrl.CheckCompat(ctx, t)
 	if base == nil {
 		return nil, err
 	}
 	checks := []check{newCheck("baseline", schema.OutcomeFail, base)}
+	noteBaseline(stdio, t, base.Verdict, ctrl.RuntimeImage())
 	if err != nil || base.Verdict.Outcome == schema.OutcomeError {
 		return checks, err
 	}

@@ -60,7 +60,9 @@ func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		return nil, err
 	}
 	if spec.Runtime == "" {
-		spec.Runtime = d.cfg.Runtime
+		// The resolved name, so that the profile knows the runtime
+		// even when it is the daemon's default.
+		spec.Runtime = d.info.Runtime
 	}
 	if spec.StreamOut != nil {
 		so, err := spec.StreamOut.Resolve()
@@ -242,7 +244,7 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 		// A killed container's archive is cut short by the kill: the
 		// exit kind says what happened, and there is nothing to read.
 		if res.Exit == ExitExited {
-			c, err := collectStream(ctx, archive, so.Dir, spec.CollectPolicy)
+			c, err := collectStream(ctx, archive, so.Dir, quotaPolicy(*so, spec.CollectPolicy))
 			if err != nil {
 				return nil, err
 			}

@@ -21,3 +21,8 @@ func streamCommand(so StreamOut, cmd []string, pol firewall.Policy) []string {
 
 // streamCap is the most the wrapper writes for a tmpfs with these caps.
 func streamCap(so StreamOut, pol firewall.Policy) int64 { return streamout.Cap(so, pol) }
+
+// quotaPolicy narrows pol to the stream-out quota (streamout.QuotaPolicy).
+func quotaPolicy(so StreamOut, pol firewall.Policy) firewall.Policy {
+	return streamout.QuotaPolicy(so, pol)
+}

@@ -56,3 +56,18 @@ func Cap(so sandbox.StreamOut, pol firewall.Policy) int64 {
 	perEntry := 3*block + record
 	return so.Bytes + (so.Inodes+1)*perEntry + 2*block
 }
+
+// QuotaPolicy narrows pol to the stream-out quota so: no more entries than
+// the quota's inodes and no more bytes than its size. Where the directory
+// enforces the quota (a runc tmpfs) this refuses nothing new; where it does
+// not count inodes (gVisor's tmpfs, a Kubernetes emptyDir), a tree over the
+// quota leaves as an archive the firewall refuses.
+func QuotaPolicy(so sandbox.StreamOut, pol firewall.Policy) firewall.Policy {
+	if pol.MaxEntries == 0 || int64(pol.MaxEntries) > so.Inodes {
+		pol.MaxEntries = int(so.Inodes)
+	}
+	if pol.MaxTotalBytes == 0 || pol.MaxTotalBytes > so.Bytes {
+		pol.MaxTotalBytes = so.Bytes
+	}
+	return pol
+}

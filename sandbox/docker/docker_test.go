@@ -50,6 +50,7 @@ func TestDockerConforms(t *testing.T) {
 			// gVisor's kernel runs in user space behind a host-side
 			// filter: the guest sees no seccomp filter of its own.
 			tg.Seccomp = "0"
+			tg.UserSpaceKernel = true
 		}
 		return tg
 	})

@@ -381,7 +381,7 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 		res.Stdout = nil
 		res.Collected = map[string]sandbox.Collected{}
 		if res.Exit == sandbox.ExitExited {
-			c, err := collectStream(ctx, archive, so.Dir, spec.CollectPolicy)
+			c, err := collectStream(ctx, archive, so.Dir, streamout.QuotaPolicy(*so, spec.CollectPolicy))
 			if err != nil {
 				return nil, err
 			}
