@@ -26,8 +26,9 @@ const loadRoot = "/sg"
 
 // deadlineSlack is added to the wall limit and the start timeout in the
 // pod's activeDeadlineSeconds, the cluster's own backstop for a controller
-// that died before deleting it.
-const deadlineSlack = 60
+// that died before deleting it. The deadline counts from the pod's start,
+// so it also allows for the time a prepared pod waits for its Run.
+const deadlineSlack = 3600
 
 // podParams is what a pod is made of, once the spec has been checked.
 type podParams struct {

@@ -250,7 +250,7 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}()
 
 	p.gate.Close()
-	_, err := b.waitPod(ctx, name, b.cfg.StartTimeout, "workload started", func(pod *corev1.Pod) (bool, error) {
+	started, err := b.waitPod(ctx, name, b.cfg.StartTimeout, "workload started", func(pod *corev1.Pod) (bool, error) {
 		if cs := containerStatus(pod, loadContainer); cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
 			msg, _ := p.loadErr.result()
 			return true, fmt.Errorf("kubernetes: pod %s: loader failed (%d): %s %s", name, cs.State.Terminated.ExitCode, msg, cs.State.Terminated.Message)
@@ -265,6 +265,9 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}
 	start := time.Now()
 	res := &sandbox.Result{ID: name}
+	if cs := containerStatus(started, workContainer); cs != nil {
+		res.ImageID = imageID(cs.ImageID)
+	}
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
@@ -366,7 +369,9 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}
 	res.Stdout, res.StdoutTruncated = stdout.result()
 	res.Stderr, res.StderrTruncated = stderr.result()
-	res.ImageID = imageID(cs.ImageID)
+	if cs.ImageID != "" {
+		res.ImageID = imageID(cs.ImageID)
+	}
 	res.Code = int(term.ExitCode)
 	switch {
 	case term.Reason == "OOMKilled":
