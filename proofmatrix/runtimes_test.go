@@ -64,3 +64,47 @@ func TestWriteRuntimesMarkdown(t *testing.T) {
 		t.Error("a report without a runtime loaded")
 	}
 }
+
+// TestRuntimeRows: every runtime's rows in the committed expectation name
+// an entry, give a reason and keep the result and layer class.
+func TestRuntimeRows(t *testing.T) {
+	exp, err := DefaultExpected()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exp.Runtimes) == 0 {
+		t.Fatal("no runtime rows: the gVisor differences are recorded there")
+	}
+	for rt := range exp.Runtimes {
+		if _, err := exp.For(rt); err != nil {
+			t.Errorf("%s: %v", rt, err)
+		}
+	}
+	same, err := exp.For(DefaultRuntime)
+	if err != nil || same != exp {
+		t.Errorf("the default runtime's expectation: %v", err)
+	}
+}
+
+func TestForRefuses(t *testing.T) {
+	base := Expectation{ID: "V9.1-fork-bomb", Tier: Strict, Result: Blocked, Layer: "limits: timeout"}
+	for name, row := range map[string]RuntimeExpectation{
+		"unknown entry": {Expectation{ID: "nope", Tier: Strict, Result: Blocked, Layer: "limits: timeout"}, "x"},
+		"no reason":     {Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "limits: memory_limit"}, " "},
+		"other class":   {Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "judge: wrong_answer"}, "x"},
+		"other result":  {Expectation{ID: base.ID, Tier: Strict, Result: Succeeds, Layer: "limits: timeout"}, "x"},
+	} {
+		e := &Expected{Entries: []Expectation{base}, Runtimes: map[string][]RuntimeExpectation{"docker/runsc": {row}}}
+		if _, err := e.For("docker/runsc"); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	ok := &Expected{Entries: []Expectation{base}, Runtimes: map[string][]RuntimeExpectation{"docker/runsc": {{Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "limits: memory_limit"}, "why"}}}}
+	got, err := ok.For("docker/runsc")
+	if err != nil || got.Entries[0].Layer != "limits: memory_limit" || ok.Entries[0].Layer != "limits: timeout" {
+		t.Errorf("override: %v %+v (base %+v)", err, got, ok.Entries[0])
+	}
+	if _, err := (&Expected{Runtimes: map[string][]RuntimeExpectation{DefaultRuntime: {{base, "x"}}}}).For(DefaultRuntime); err == nil {
+		t.Error("rows for the default runtime accepted")
+	}
+}

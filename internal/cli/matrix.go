@@ -47,6 +47,15 @@ func runMatrix(ctx context.Context, args []string, stdio IO) error {
 	if err != nil {
 		return err
 	}
+	if a.update && rep.Runtime != proofmatrix.DefaultRuntime {
+		return usagef("--update records the %s expectation; this run was on %s, whose differences are written by hand, each with its reason, under \"runtimes\" in %s",
+			proofmatrix.DefaultRuntime, rep.Runtime, proofmatrix.ExpectedPath)
+	}
+	if !a.update {
+		if exp, err = exp.For(rep.Runtime); err != nil {
+			return badInput(err)
+		}
+	}
 	if err := a.write(stdio, rep, exp); err != nil {
 		return err
 	}

@@ -116,7 +116,9 @@ func hardened(s Spec, l Limits, stdin bool) (*container.Config, *container.HostC
 			Ulimits:    ulimits,
 		},
 	}
-	if s.StreamOut != nil {
+	if s.StreamOut != nil && !userSpaceKernel(s.Runtime) {
+		// Under gVisor the directory is a host tmpfs volume instead,
+		// already among s.Mounts (see newStreamVolume).
 		hc.Tmpfs[s.StreamOut.Dir] = tmpfsOptions(*s.StreamOut)
 	}
 	for _, m := range s.Mounts {
