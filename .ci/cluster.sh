@@ -2,10 +2,12 @@
 # A single-node Kubernetes cluster for the project's tests, built from the Go
 # module proxy and Debian packages alone.
 #
-#   .ci/cluster.sh build    build kube-apiserver, kubelet and a pause binary into
+#   .ci/cluster.sh build    build the Kubernetes binaries and a pause binary into
 #                           the cache (cold: 10-15 min on 2 cores; cached: seconds)
-#   .ci/cluster.sh up       start etcd, kube-apiserver, containerd and kubelet under
-#                           the state directory and wait for the node to be Ready
+#   .ci/cluster.sh up       start etcd, containerd, kube-apiserver, the controller
+#                           manager, the scheduler and a kubelet under the state
+#                           directory, import the project's images and wait for
+#                           the node to be Ready
 #   .ci/cluster.sh down     stop what `up` started (by PID) and clean up its mounts,
 #                           network namespaces and cgroups; safe to repeat
 #   .ci/cluster.sh env      print the shell exports a client needs
@@ -14,7 +16,14 @@
 # Every daemon is a separate instance with its own socket, port, root and
 # cgroup parent: the machine's Docker daemon and its containerd are never
 # restarted, reconfigured or addressed, except for `docker save` of the
-# project's images. Runs as root (containerd and kubelet need it).
+# project's images. Runs as root (containerd and kubelet need it). The
+# configuration templates live in .ci/cluster/.
+#
+# The cluster: one node named localhost. Pods get loopback and an eth0 on a
+# bridge that has no address, gateway or masquerading: nothing beyond the
+# node is reachable, pods on the node can reach one another, and no
+# NetworkPolicy is enforced. Clients authenticate with certificates (the
+# administrator's kubeconfig is STATE/kubeconfig); authorization is Node,RBAC.
 #
 # Environment:
 #   STRICTGRADE_CACHE         cache root (default ~/.cache/strictgrade)
@@ -185,7 +194,6 @@ SOCK=$STATE/containerd/containerd.sock
 PKI=$STATE/pki
 NETWORK=strictgrade-k8s
 CNI_CACHE=/var/lib/cni/results
-NETNS_DIR=/var/run/netns
 
 # render TEMPLATE OUT: fill the @NAME@ placeholders of a config under .ci/cluster.
 render() {
@@ -358,10 +366,10 @@ fresh_state() {
     for c in $COMPONENTS; do
       [ -z "$(pid_of "$c")" ] || die "a cluster is running under $STATE ($c); run '$0 down' first"
     done
-    down >/dev/null 2>&1 || true
+    down
     rm -rf "$STATE"
   fi
-  mkdir -p "$STATE"/{logs,pids,etcd,containerd,cni/net.d,cni/ipam,kubelet,pod-logs,runc}
+  mkdir -p "$STATE"/{logs,pids,containerd,cni/net.d,cni/ipam,kubelet,pod-logs,runc}
   touch "$STATE/.strictgrade-cluster"
 }
 
@@ -429,7 +437,7 @@ up() {
 
   log "kube-controller-manager and kube-scheduler"
   start controller-manager "$BIN/kube-controller-manager" --kubeconfig="$STATE/controller-manager.kubeconfig" \
-    --controllers=serviceaccount,namespace,garbagecollector,nodelifecycle,root-ca-cert-publisher \
+    --controllers=serviceaccount-controller,namespace-controller,garbage-collector-controller,node-lifecycle-controller,root-ca-certificate-publisher-controller \
     --root-ca-file="$PKI/ca.crt" --use-service-account-credentials=false \
     --leader-elect=false --secure-port=0 --profiling=false
   start scheduler "$BIN/kube-scheduler" --config="$STATE/scheduler.yaml" --secure-port=0 --profiling=false
@@ -485,23 +493,14 @@ shims() {
   return 0
 }
 
-# our_netns: the network namespaces the cluster's pods were given, known from
-# the CNI plugins' result cache for this network and from the processes of
-# the containers that still run.
+# our_netns: the network namespaces the cluster's pods were given, as the
+# CNI plugins' result cache for this network records them. containerd mounts
+# them under the state directory; they are named here so that they go even
+# if that ever changes.
 our_netns() {
   local f
   for f in "$CNI_CACHE/$NETWORK"-*; do
     [ -f "$f" ] && jq -r '.. | objects | .sandbox? // empty' "$f" 2>/dev/null
-  done
-  local runc_root=$STATE/runc/k8s.io id pid ino ns
-  [ -d "$runc_root" ] || return 0
-  for id in $(runc --root "$runc_root" list -q 2>/dev/null); do
-    pid=$(runc --root "$runc_root" state "$id" 2>/dev/null | jq -r '.pid // 0')
-    [ "$pid" -gt 0 ] 2>/dev/null || continue
-    ino=$(stat -L -c %i "/proc/$pid/ns/net" 2>/dev/null) || continue
-    for ns in "$NETNS_DIR"/*; do
-      [ -e "$ns" ] && [ "$(stat -L -c %i "$ns" 2>/dev/null)" = "$ino" ] && echo "$ns"
-    done
   done
   return 0
 }
