@@ -11,7 +11,11 @@
 // the end. Running again with the same directory keeps every item whose
 // bundle verifies (Resumable) and grades the rest. VerifyRun checks every
 // item of a run directory against the submission bytes, tier, task digest
-// and nonce it records.
+// and nonce it records. WriteReport (which Run calls last) renders a run
+// directory as OUT/results.md and a self-contained OUT/report.html: pass
+// rates per task, outcome and reason-code counts, the grader errors apart
+// from the failures, the grade-time histogram, and each compat item's
+// per-test results, all from the verdicts that verify.
 //
 // A strict item's submission is re-read from its path when graded: a
 // resume does not notice a strict submission changed since its verdict

@@ -103,6 +103,12 @@ type Options struct {
 	RetryErrors bool
 	// MaxErrors stops the run; nil means DefaultMaxErrors.
 	MaxErrors *Threshold
+	// Baselines holds the baseline outcome of compat tasks by task digest
+	// (what strictgrade task check computed): a compat item of a task
+	// found here is graded with it, so its verdict records the baseline
+	// and whether the patch flipped it. A task not found here is graded
+	// without one (flipped is then false).
+	Baselines map[string]schema.Outcome
 	// Progress, when set, is called after each item this run grades.
 	Progress func(Progress)
 }
@@ -166,7 +172,8 @@ type Summary struct {
 }
 
 // Run grades opts.Items into opts.Out and returns the summary it also
-// writes to OUT/summary.json. Items whose verdict a previous run left and
+// writes to OUT/summary.json, then writes the report (WriteReport), also
+// when the run stopped early. Items whose verdict a previous run left and
 // that verify are kept, not graded again (ERRORs only without
 // RetryErrors). It returns an error wrapping ErrBadItem (nothing graded)
 // for an item naming an unknown task or of the wrong form, ErrKeyMismatch,
@@ -255,6 +262,9 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	data, _ := json.MarshalIndent(sum, "", "  ")
 	if err := WriteFileAtomic(filepath.Join(opts.Out, SummaryFile), append(data, '\n')); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := WriteReport(opts.Out, pub); err != nil && runErr == nil {
 		runErr = err
 	}
 	return sum, runErr
@@ -482,7 +492,8 @@ func (r *runner) one(ctx context.Context, it Item) {
 
 func (r *runner) grader(ctx context.Context, t controller.Task, it Item) (*controller.Result, error) {
 	if it.Compat() {
-		return r.opts.Controller.Grade(ctx, t, controller.Submission{Diff: it.Patch})
+		_, digest := describe(t)
+		return r.opts.Controller.Grade(ctx, t, controller.Submission{Diff: it.Patch, Baseline: r.opts.Baselines[digest]})
 	}
 	st, err := os.Stat(it.Submission)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/strictgrade/strictgrade/attest"
+	"github.com/strictgrade/strictgrade/schema"
 )
 
 // ErrNoVerdict is a Check's error for an item that errored without a
@@ -27,6 +28,9 @@ type Check struct {
 	// recorded outcome; ErrNoVerdict for an error without a verdict;
 	// else why it did not verify.
 	Err error
+	// Verdict is the signed verdict, re-validated, when Err is nil and
+	// the item has one.
+	Verdict *schema.Verdict
 }
 
 // Verified reports whether the check passed.
@@ -58,8 +62,10 @@ func VerifyRun(dir string, pub crypto.PublicKey) ([]Check, error) {
 		if err := json.Unmarshal(line, &r); err != nil || r.Item == "" {
 			return nil, fmt.Errorf("%s line %d: not a result record", ResultsFile, n)
 		}
-		c := Check{Record: r, Err: verifyRecord(dir, pub, r)}
+		c := Check{Record: r}
+		c.Verdict, c.Err = verifyRecord(dir, pub, r)
 		if i, dup := index[r.Item]; dup {
+			checks[i].Verdict = nil
 			checks[i].Err = fmt.Errorf("item %q is in %s more than once", r.Item, ResultsFile)
 			continue
 		}
@@ -69,39 +75,39 @@ func VerifyRun(dir string, pub crypto.PublicKey) ([]Check, error) {
 	return checks, nil
 }
 
-func verifyRecord(dir string, pub crypto.PublicKey, r Record) error {
+func verifyRecord(dir string, pub crypto.PublicKey, r Record) (*schema.Verdict, error) {
 	if r.Bundle == "" {
 		if r.errored() {
-			return ErrNoVerdict
+			return nil, ErrNoVerdict
 		}
-		return fmt.Errorf("a %s without a bundle", r.Outcome)
+		return nil, fmt.Errorf("a %s without a bundle", r.Outcome)
 	}
 	for _, p := range []string{r.Bundle, r.Submission} {
 		if !filepath.IsLocal(filepath.FromSlash(p)) {
-			return fmt.Errorf("%q is not a path inside the run directory", p)
+			return nil, fmt.Errorf("%q is not a path inside the run directory", p)
 		}
 	}
 	bundle, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.Bundle)))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sub, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.Submission)))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sum := sha256.Sum256(sub)
 	got := hex.EncodeToString(sum[:])
 	res, err := attest.Verify(bundle, pub, attest.Expect{SubmissionSHA256: got, TaskDigest: r.TaskDigest, Tier: r.Tier, Nonce: r.Nonce})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	switch v := res.Verdict; {
 	case r.TaskDigest == "" || r.Tier == "":
-		return errors.New("the record names no task digest or tier")
+		return nil, errors.New("the record names no task digest or tier")
 	case v.Outcome != r.Outcome:
-		return fmt.Errorf("the signed verdict is %s, the record says %s", v.Outcome, r.Outcome)
+		return nil, fmt.Errorf("the signed verdict is %s, the record says %s", v.Outcome, r.Outcome)
 	case r.SubmissionSHA256 != "" && r.SubmissionSHA256 != got:
-		return fmt.Errorf("the submission's sha256 is %s, the record says %s", got, r.SubmissionSHA256)
+		return nil, fmt.Errorf("the submission's sha256 is %s, the record says %s", got, r.SubmissionSHA256)
 	}
-	return nil
+	return res.Verdict, nil
 }

@@ -38,7 +38,11 @@
 //   - hidden: the hidden suite H. hidden.dir mirrors repository paths; its
 //     files are copied into the checkout after the diff is applied
 //     (overwriting files of the same path). hidden.tests lists the node ids
-//     that must pass; each lives in one of those files.
+//     that must pass; each lives in one of those files, or in a test file
+//     of the base commit that the hidden suite uses unchanged and that
+//     need not be copied under hidden.dir (Task.BaseTestFiles; the gate
+//     protects it as it protects the hidden files, and a test the base
+//     does not hold makes the baseline QUARANTINED, tests_missing).
 //   - allow: globs of the paths a diff may touch; deny: globs added to
 //     diffgate.DefaultDeny (which always applies). Both use the firewall's
 //     glob syntax (see firewall.Policy): a pattern without an inner "/"
@@ -189,7 +193,18 @@
 // tests_missing, flaky, baseline_passed, wrong_failure_reason (a hidden test
 // fails by an import or collection error, a missing fixture, a skip or
 // xfail: an agent could flip it without doing the task), timeout,
-// memory_limit or output_limit. A fit baseline is FAIL rather than PASS
+// memory_limit or output_limit. After the suites, the baseline runs
+// imports.py in one more read-only container: it collects the hidden
+// tests with pytest's own arguments and reports where each top-level
+// package of the checkout (a directory with __init__.py at the top of the
+// repository or in src/) resolves once pytest has set up sys.path and
+// imported the tests. A package that resolves outside the checkout — the
+// runtime image's copy (Debian's pytest brings pluggy, packaging, attrs,
+// iniconfig, tomli and more; images.PythonPackages lists them), or one
+// repo.pythonpath does not reach — means the tests would grade that copy:
+// the baseline is QUARANTINED with ReasonPackagesShadowed, whatever else
+// it found. A probe that gives no report decides nothing (the log says
+// why); it never runs in a final grade. A fit baseline is FAIL rather than PASS
 // because its hidden cases did fail (a PASS verdict must have only passing
 // cases), and because a flip is defined as baseline FAIL then final PASS:
 // pass Request.BaselineOutcome to Grade and it sets Compat.Flipped. An

@@ -403,7 +403,15 @@ func (g *grader) baseline(ctx context.Context) (*schema.Verdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.decideBaseline(runs), nil
+	v := g.decideBaseline(runs)
+	reason, err := g.checkImports(ctx, work)
+	if err != nil {
+		return nil, err
+	}
+	if reason != "" {
+		g.shadowed(v, reason)
+	}
+	return v, nil
 }
 
 // newVolume creates a volume and registers its removal.

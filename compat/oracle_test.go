@@ -15,6 +15,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/compat"
@@ -22,6 +25,7 @@ import (
 	"github.com/strictgrade/strictgrade/grading"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
+	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
 )
 
@@ -251,6 +255,12 @@ func TestExample(t *testing.T) {
 // tests to the hidden suite.
 func variant(t *testing.T, files map[string]string, tests []string, edit func(spec map[string]any)) *compat.Task {
 	t.Helper()
+	return load(t, variantDir(t, files, tests, edit))
+}
+
+// variantDir lays out variant's task directory.
+func variantDir(t *testing.T, files map[string]string, tests []string, edit func(spec map[string]any)) string {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(exampleTask)); err != nil {
 		t.Fatal(err)
@@ -286,7 +296,7 @@ func variant(t *testing.T, files map[string]string, tests []string, edit func(sp
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return load(t, dir)
+	return dir
 }
 
 func TestBaselineQuarantines(t *testing.T) {
@@ -909,5 +919,115 @@ for _ in range(1024):
 				t.Fatalf("got %s %s %q, want FAIL %s", v.Outcome, v.ReasonCode, v.Reason, tt.want)
 			}
 		})
+	}
+}
+
+// TestHiddenInBaseFile: a hidden test may name a test of a file the base
+// commit holds, not copied under hidden/. It runs where the base has it:
+// the honest fix passes it with the others; at the base it passes, which
+// makes the baseline QUARANTINED (baseline_passed, naming it); one the
+// base file does not hold is missing (tests_missing).
+func TestHiddenInBaseFile(t *testing.T) {
+	const id = "tests/test_core.py::test_word_count"
+	// The test leaves the existing suite for the hidden one.
+	list, err := os.ReadFile(filepath.Join(exampleTask, "existing-tests.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newList := strings.Replace(string(list), id+"\n", "", 1)
+	sum := sha256.Sum256([]byte(newList))
+	dir := variantDir(t, nil, []string{id}, func(spec map[string]any) {
+		spec["existing"].(map[string]any)["sha256"] = hex.EncodeToString(sum[:])
+	})
+	if err := os.WriteFile(filepath.Join(dir, "existing-tests.txt"), []byte(newList), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk := load(t, dir)
+	if len(tk.BaseTestFiles) != 1 {
+		t.Fatalf("base test files %v", tk.BaseTestFiles)
+	}
+	t.Run("graded", func(t *testing.T) {
+		t.Parallel()
+		v := grade(t, tk, readDiff(t, "honest"), "").Verdict
+		if v.Outcome != schema.OutcomePass {
+			t.Fatalf("honest: %s %s", v.Outcome, v.Reason)
+		}
+		found := false
+		for _, c := range cases(v, schema.SuiteHidden) {
+			found = found || (c.ID == id && c.Outcome == schema.OutcomePass)
+		}
+		if !found {
+			t.Errorf("%s is not a passing hidden case: %+v", id, v.Cases)
+		}
+	})
+	t.Run("baseline passes it", func(t *testing.T) {
+		t.Parallel()
+		v := grade(t, tk, nil, "").Verdict
+		if v.Outcome != schema.OutcomeQuarantined || v.ReasonCode != schema.ReasonBaselinePassed || !strings.Contains(v.Reason, id) {
+			t.Errorf("baseline: %s %s %s", v.Outcome, v.ReasonCode, v.Reason)
+		}
+	})
+	t.Run("absent from the base", func(t *testing.T) {
+		t.Parallel()
+		const nope = "tests/test_core.py::test_not_there"
+		v := grade(t, variant(t, nil, []string{nope}, nil), nil, "").Verdict
+		if v.Outcome != schema.OutcomeQuarantined || v.ReasonCode != schema.ReasonTestsMissing || !strings.Contains(v.Reason, nope) {
+			t.Errorf("baseline: %s %s %s", v.Outcome, v.ReasonCode, v.Reason)
+		}
+	})
+}
+
+// TestBaselineShadowed: a top-level package of the checkout that the
+// tests would import from the runtime image instead (pluggy, which pytest
+// imports before any test; attr in a src/ the pythonpath leaves out)
+// makes the baseline QUARANTINED, packages_shadowed, naming both; the
+// checkout's own package (textkit) does not.
+func TestBaselineShadowed(t *testing.T) {
+	t.Parallel()
+	tk := variant(t, map[string]string{
+		"pluggy/__init__.py":   "VERSION = 'the checkout'\n",
+		"src/attr/__init__.py": "VERSION = 'the checkout'\n",
+		"tests/test_shadow.py": "import attr\nimport pluggy\n\n\ndef test_checkout_copies():\n    assert attr.VERSION == pluggy.VERSION == 'the checkout'\n",
+	}, []string{"tests/test_shadow.py::test_checkout_copies"}, nil)
+	out := grade(t, tk, nil, "")
+	v := out.Verdict
+	if v.Outcome != schema.OutcomeQuarantined || v.ReasonCode != compat.ReasonPackagesShadowed || out.Fit() {
+		t.Fatalf("got %s %s: %s", v.Outcome, v.ReasonCode, v.Reason)
+	}
+	for _, want := range []string{"attr resolves to /usr/lib/python3/dist-packages/attr, not the checkout's src/attr",
+		"pluggy resolves to /usr/lib/python3/dist-packages/pluggy, not the checkout's pluggy"} {
+		if !strings.Contains(v.Reason, want) {
+			t.Errorf("reason lacks %q: %s", want, v.Reason)
+		}
+	}
+	if strings.Contains(v.Reason, "textkit") {
+		t.Errorf("the checkout's own package is named: %s", v.Reason)
+	}
+}
+
+// TestPythonImagePackages: the list of what the Python image puts on
+// sys.path besides the standard library (images.PythonPackages, which the
+// README and the compat scaffold's README print) is what the image holds.
+func TestPythonImagePackages(t *testing.T) {
+	t.Parallel()
+	e := oracle(t)
+	run := runID()
+	const list = `import os
+names = set()
+for n in os.listdir("/usr/lib/python3/dist-packages"):
+    if n == "__pycache__" or n.endswith((".dist-info", ".egg-info", ".pth")):
+        continue
+    names.add(n[:-3] if n.endswith(".py") else n)
+print("\n".join(sorted(names)))
+`
+	res, err := e.eng.Run(t.Context(), sandbox.Spec{Run: run, Phase: "packages", Image: e.image,
+		Cmd: []string{"python3", "-I", "-c", list}, Limits: sandbox.Limits{Wall: 30 * time.Second}})
+	assertClean(t, run)
+	if err != nil || res.Code != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	got := strings.Fields(string(res.Stdout))
+	if diff := cmp.Diff(images.PythonPackages, got); diff != "" {
+		t.Errorf("images.PythonPackages (-listed +in the image):\n%s", diff)
 	}
 }

@@ -109,6 +109,11 @@ type Task struct {
 	HiddenIDs   []string
 	// HiddenFiles are the repository paths of the injected files, sorted.
 	HiddenFiles []string
+	// BaseTestFiles are the repository paths of the files that hold a
+	// hidden test but are not among HiddenFiles, sorted: test files of
+	// the base commit, which the hidden suite uses as they are there. The
+	// gate protects them as it protects the hidden files.
+	BaseTestFiles []string
 }
 
 // Bounds on what a task may declare.
@@ -381,14 +386,22 @@ func (t *Task) crossCheck() error {
 	for _, f := range t.HiddenFiles {
 		hidden[f] = true
 	}
+	t.BaseTestFiles = nil
+	base := map[string]bool{}
 	for _, id := range t.HiddenIDs {
 		if inS[id] {
 			return invalid("%s is in both the existing and the hidden suite", id)
 		}
-		if f := idFile(id); !hidden[f] {
-			return invalid("hidden test %s: its file %s is not under %s/", id, f, t.Spec.Hidden.Dir)
+		// A test in a file that is not under hidden.dir is one of the
+		// base commit's, run as it is there; if the base has no such
+		// test, the baseline finds it missing (tests_missing) and task
+		// check quarantines the task.
+		if f := idFile(id); !hidden[f] && !base[f] {
+			base[f] = true
+			t.BaseTestFiles = append(t.BaseTestFiles, f)
 		}
 	}
+	slices.Sort(t.BaseTestFiles)
 	if len(t.ExistingIDs)+len(t.HiddenIDs) > 2*maxTests {
 		return invalid("more than %d tests in all", 2*maxTests)
 	}
@@ -411,10 +424,11 @@ func (t *Task) Description() ([]byte, error) {
 func (t *Task) Gate() diffgate.Gate {
 	g := diffgate.Gate{Allow: slices.Clone(t.Spec.Allow), Deny: append(slices.Clone(diffgate.DefaultDeny), t.Spec.Deny...),
 		MaxBytes: t.Spec.Limits.DiffBytes, MaxFiles: t.Spec.Limits.DiffFiles}
-	for _, f := range t.HiddenFiles {
+	seen := map[string]bool{}
+	for _, f := range slices.Concat(t.HiddenFiles, t.BaseTestFiles) {
+		seen[f] = true
 		g.Protected = append(g.Protected, diffgate.Protected{Path: f, Rule: diffgate.RuleHiddenTest})
 	}
-	seen := map[string]bool{}
 	for _, id := range t.ExistingIDs {
 		if f := idFile(id); !seen[f] {
 			seen[f] = true
@@ -534,6 +548,24 @@ func parseIDList(data []byte) ([]string, error) {
 		return nil, errors.New("the last line does not end with a newline")
 	}
 	return checkIDs(strings.Split(string(data[:len(data)-1]), "\n"))
+}
+
+// CheckID reports whether id is a valid task id (the spec's "id"): it
+// must match [A-Za-z0-9][A-Za-z0-9._:/@+-]*, at most 256 characters.
+func CheckID(id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("task id %q must match %s", id, idPattern)
+	}
+	return nil
+}
+
+// CheckTestIDs validates one suite's pytest node ids as Load does: each of
+// the form path.py::name[::name...][params], printable, not starting with
+// '-'; no id listed twice; no two with the same JUnit name; at most 5000
+// of them. It says nothing of whether the tests exist.
+func CheckTestIDs(ids []string) error {
+	_, err := checkIDs(ids)
+	return err
 }
 
 // checkIDs validates node ids: each one well formed and unique, and no two

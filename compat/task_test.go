@@ -148,11 +148,6 @@ func TestLoadRejects(t *testing.T) {
 		{"suites overlap", func(t *testing.T, dir string) {
 			writeList(t, dir, "tests/test_slugify_hidden.py::test_collapses_runs_of_separators\n")
 		}, "both the existing and the hidden suite"},
-		{"hidden test outside the hidden files", func(t *testing.T, dir string) {
-			editSpec(t, dir, func(m map[string]any) {
-				m["hidden"].(map[string]any)["tests"] = []string{"tests/test_other.py::test_x"}
-			})
-		}, "is not under hidden/"},
 		{"symlink in hidden", func(t *testing.T, dir string) {
 			os.Symlink("/etc/passwd", filepath.Join(dir, "hidden", "tests", "conftest.py"))
 		}, "neither a file nor a directory"},
@@ -204,5 +199,60 @@ func TestPytestIni(t *testing.T) {
 	}
 	if strings.Contains(ini, "addopts") {
 		t.Error("the judge-owned ini sets addopts")
+	}
+}
+
+// baseFileTask makes a copy of the example whose hidden suite also names
+// test_word_count, a test of the base's tests/test_core.py, which is not
+// under hidden/ (and leaves the existing suite).
+func baseFileTask(t *testing.T, id string) string {
+	t.Helper()
+	dir := copyTask(t)
+	list, err := os.ReadFile(filepath.Join(dir, "existing-tests.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeList(t, dir, strings.Replace(string(list), id+"\n", "", 1))
+	editSpec(t, dir, func(m map[string]any) {
+		h := m["hidden"].(map[string]any)
+		h["tests"] = append(h["tests"].([]any), id)
+	})
+	return dir
+}
+
+// TestLoadHiddenInBaseFile: a hidden test may live in a file of the base
+// commit that is not under hidden/; the gate protects that file as a
+// hidden test file.
+func TestLoadHiddenInBaseFile(t *testing.T) {
+	tk, err := Load(t.Context(), baseFileTask(t, "tests/test_core.py::test_word_count"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tk.HiddenIDs) != 4 || len(tk.ExistingIDs) != 8 {
+		t.Fatalf("H %d, S %d", len(tk.HiddenIDs), len(tk.ExistingIDs))
+	}
+	if diff := cmp.Diff([]string{"tests/test_core.py"}, tk.BaseTestFiles); diff != "" {
+		t.Error(diff)
+	}
+	want := []diffgate.Protected{
+		{Path: "tests/test_slugify_hidden.py", Rule: diffgate.RuleHiddenTest},
+		{Path: "tests/test_core.py", Rule: diffgate.RuleHiddenTest},
+	}
+	if diff := cmp.Diff(want, tk.Gate().Protected); diff != "" {
+		t.Errorf("protected (-want +got):\n%s", diff)
+	}
+	// A diff that edits the file is dropped as a hidden test's.
+	diff := "diff --git a/tests/test_core.py b/tests/test_core.py\n--- a/tests/test_core.py\n+++ b/tests/test_core.py\n@@ -1 +1 @@\n-a\n+b\n"
+	f, err := tk.Gate().Filter([]byte(diff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Dropped) != 1 || f.Dropped[0].Path != "tests/test_core.py" || f.Dropped[0].Rule != diffgate.RuleHiddenTest || len(f.Diff) != 0 {
+		t.Errorf("filtered %+v", f)
+	}
+	// The example itself has none.
+	ex, err := Load(t.Context(), exampleTask)
+	if err != nil || ex.BaseTestFiles != nil {
+		t.Errorf("example: %v %v", ex.BaseTestFiles, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/compat"
@@ -39,6 +40,11 @@ type Config struct {
 	// then closes in Close. A backend the caller made stays the caller's
 	// to close.
 	Backend sandbox.Backend
+	// Runtime selects the OCI runtime of the default Docker backend, e.g.
+	// "runsc" for gVisor; empty is the daemon's default runtime. New fails
+	// when the daemon does not list it. With Backend set, Runtime must be
+	// empty or name the runtime that backend already uses.
+	Runtime string
 	// Signer signs verdicts. It stays in this process: nothing derived
 	// from it is ever passed to a container.
 	Signer *attest.Signer
@@ -107,13 +113,17 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, eng: cfg.Backend, log: log, sem: make(chan struct{}, cfg.MaxInFlight)}
 	if c.eng == nil {
-		b, err := docker.New(ctx, docker.Config{Logger: log})
+		b, err := docker.New(ctx, docker.Config{Runtime: cfg.Runtime, Logger: log})
 		if err != nil {
 			return nil, err
 		}
 		c.eng, c.closeEng = b, b.Close
 	}
 	c.runtime = c.eng.Runtime()
+	if cfg.Runtime != "" && !strings.HasSuffix(c.runtime, "/"+cfg.Runtime) {
+		c.Close()
+		return nil, fmt.Errorf("controller: Config.Runtime %q, but the backend runs %s", cfg.Runtime, c.runtime)
+	}
 	var err error
 	if c.runtimeID, err = c.image(ctx, cfg.RuntimeImage, images.Python{}); err != nil {
 		c.Close()

@@ -23,6 +23,60 @@ type Expectation struct {
 type Expected struct {
 	Comment string        `json:"comment"`
 	Entries []Expectation `json:"entries"`
+	// Runtimes records, per backend and runtime other than the one the
+	// entries were recorded on (DefaultRuntime), the rows whose deciding
+	// layer differs there, each with the reason. A row may change the
+	// layer within its class ("limits: timeout" to "limits:
+	// memory_limit"), never the result or the class.
+	Runtimes map[string][]RuntimeExpectation `json:"runtimes,omitempty"`
+}
+
+// DefaultRuntime is the runtime Expected.Entries are recorded on.
+const DefaultRuntime = "docker/runc"
+
+// RuntimeExpectation is a row of Expected.Runtimes.
+type RuntimeExpectation struct {
+	Expectation
+	Why string `json:"why"`
+}
+
+// LayerClass is the part of a deciding layer before its colon: "limits",
+// "judge", "oracle", "fw-in" and so on.
+func LayerClass(layer string) string {
+	class, _, _ := strings.Cut(layer, ":")
+	return class
+}
+
+// For returns the expectation of runtime: the entries with that runtime's
+// rows in place. Each such row must name an entry and keep its result
+// and layer class.
+func (e *Expected) For(runtime string) (*Expected, error) {
+	rows := e.Runtimes[runtime]
+	if runtime == DefaultRuntime || len(rows) == 0 {
+		if runtime == DefaultRuntime && len(rows) > 0 {
+			return nil, fmt.Errorf("proofmatrix: %s is the runtime the entries are recorded on, and has its own rows", runtime)
+		}
+		return e, nil
+	}
+	out := &Expected{Comment: e.Comment, Entries: slices.Clone(e.Entries)}
+	index := map[string]int{}
+	for i, x := range out.Entries {
+		index[string(x.Tier)+"/"+x.ID] = i
+	}
+	for _, r := range rows {
+		i, ok := index[string(r.Tier)+"/"+r.ID]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("proofmatrix: %s row %s [%s] names no entry", runtime, r.ID, r.Tier)
+		case strings.TrimSpace(r.Why) == "":
+			return nil, fmt.Errorf("proofmatrix: %s row %s [%s] gives no reason", runtime, r.ID, r.Tier)
+		case r.Result != out.Entries[i].Result || LayerClass(r.Layer) != LayerClass(out.Entries[i].Layer):
+			return nil, fmt.Errorf("proofmatrix: %s row %s [%s] changes the result or layer class (%s by %q, recorded %s by %q)",
+				runtime, r.ID, r.Tier, r.Result, r.Layer, out.Entries[i].Result, out.Entries[i].Layer)
+		}
+		out.Entries[i] = r.Expectation
+	}
+	return out, nil
 }
 
 // LoadExpected reads an expectation file.
@@ -58,6 +112,7 @@ func (r *Report) Expectation(old *Expected) *Expected {
 		}
 	}
 	if old != nil {
+		out.Runtimes = old.Runtimes
 		for _, x := range old.Entries {
 			key := string(x.Tier) + "/" + x.ID
 			if !ran[key] && exists[key] {
@@ -272,4 +327,74 @@ func (r *Report) WriteJUnit(w io.Writer, exp *Expected) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// LoadReport reads a report WriteJSON wrote.
+func LoadReport(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("proofmatrix: %s: %w", path, err)
+	}
+	if r.Runtime == "" {
+		return nil, fmt.Errorf("proofmatrix: %s: the report names no runtime", path)
+	}
+	return &r, nil
+}
+
+// WriteRuntimesMarkdown writes one Markdown table of several reports, one
+// row per probe and tier and one column per report's runtime, so that runs
+// of the same matrix on different backends can be read side by side. A
+// cell whose result or deciding layer differs from the first report's is
+// marked "differs"; a probe a report did not run is "—".
+func WriteRuntimesMarkdown(w io.Writer, reps []*Report) error {
+	if len(reps) == 0 {
+		return fmt.Errorf("proofmatrix: no reports to tabulate")
+	}
+	type key struct {
+		id   string
+		tier Tier
+	}
+	var order []Entry
+	seen := map[key]bool{}
+	got := make([]map[key]Entry, len(reps))
+	for i, r := range reps {
+		got[i] = map[key]Entry{}
+		for _, e := range r.sorted() {
+			k := key{e.ID, e.Tier}
+			got[i][k] = e
+			if !seen[k] {
+				seen[k] = true
+				order = append(order, e)
+			}
+		}
+	}
+	head, rule := "| probe | tier |", "|---|---|"
+	for _, r := range reps {
+		head += " " + r.Runtime + " |"
+		rule += "---|"
+	}
+	fmt.Fprintln(w, head)
+	fmt.Fprintln(w, rule)
+	for _, e := range order {
+		k := key{e.ID, e.Tier}
+		line := fmt.Sprintf("| `%s` | %s |", e.ID, e.Tier)
+		first, firstOK := got[0][k]
+		for i := range reps {
+			g, ok := got[i][k]
+			switch {
+			case !ok:
+				line += " — |"
+			case i > 0 && (!firstOK || g.Got.Result != first.Got.Result || g.Got.Layer != first.Got.Layer):
+				line += fmt.Sprintf(" **differs**: %s (`%s`) |", g.Got.Result, g.Got.Layer)
+			default:
+				line += fmt.Sprintf(" %s (`%s`) |", g.Got.Result, g.Got.Layer)
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	return nil
 }

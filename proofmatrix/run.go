@@ -88,7 +88,10 @@ type Entry struct {
 type Report struct {
 	Started time.Time `json:"started"`
 	Millis  int64     `json:"duration_ms"`
-	Entries []Entry   `json:"entries"`
+	// Runtime is the backend and runtime the probes ran on, as verdicts
+	// record it ("docker/runc", "docker/runsc", …).
+	Runtime string  `json:"runtime"`
+	Entries []Entry `json:"entries"`
 }
 
 // Run runs the selected probes in each tier with ctrl. Compat-tier probes
@@ -130,7 +133,7 @@ func Run(ctx context.Context, ctrl *controller.Controller, signer *attest.Signer
 			}
 		}
 	}
-	rep := &Report{Started: time.Now().UTC(), Entries: make([]Entry, len(jobs))}
+	rep := &Report{Started: time.Now().UTC(), Runtime: ctrl.Backend().Runtime(), Entries: make([]Entry, len(jobs))}
 	sem := make(chan struct{}, opts.Parallel)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

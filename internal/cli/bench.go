@@ -51,6 +51,7 @@ type benchArgs struct {
 	task, submission string
 	n, parallel      int
 	json             bool
+	backendArgs
 }
 
 const benchAbout = `
@@ -80,6 +81,7 @@ func parseBench(args []string, stderr io.Writer) (*benchArgs, error) {
 	fs.IntVar(&a.n, "n", 10, "grades per side")
 	fs.IntVar(&a.parallel, "parallel", 1, "grades in flight on each side (controller.Config.MaxInFlight)")
 	fs.BoolVar(&a.json, "json", false, "print the report as JSON instead of a table")
+	a.backendArgs.register(fs)
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -119,7 +121,7 @@ func runBench(ctx context.Context, args []string, stdio IO) error {
 	}
 	// controller.New, not newController: a bench must not build images
 	// (and time the build); a missing one is an error naming the command.
-	ctrl, err := controller.New(ctx, controller.Config{Signer: signer, MaxInFlight: a.parallel,
+	ctrl, err := controller.New(ctx, controller.Config{Signer: signer, MaxInFlight: a.parallel, Runtime: a.runtime,
 		RuntimeImage: os.Getenv("STRICTGRADE_RUNTIME_IMAGE"), JudgeImage: os.Getenv("STRICTGRADE_JUDGE_IMAGE")})
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/strictgrade/strictgrade/attest"
+	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -54,6 +55,7 @@ func loadSigner(path string) (*attest.Signer, bool, error) {
 type gradeArgs struct {
 	task, submission, key, out, disclosure, nonce string
 	json                                          bool
+	backendArgs
 }
 
 func runGrade(ctx context.Context, args []string, stdio IO) error {
@@ -67,6 +69,7 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 	fs.BoolVar(&a.json, "json", false, "print the verdict as JSON instead of a table")
 	fs.StringVar(&a.disclosure, "disclosure", "", "how much strict-tier reasons may say: digest (positions and digests only; the default) or detailed (escaped excerpts of the candidate's output, for debugging; a task that asks for digest keeps it)")
 	fs.StringVar(&a.nonce, "nonce", "", "bind the verdict to this host-issued nonce (default: a fresh one)")
+	a.backendArgs.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -101,11 +104,14 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 	}
 	defer closeSub()
 	sub.Nonce = a.nonce
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Disclosure: policy})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Disclosure: policy, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}
 	defer ctrl.Close()
+	if ct, ok := t.(*compat.Task); ok {
+		sub.Baseline = compatBaseline(stdio, "grade", ct, ctrl.RuntimeImage())
+	}
 	res, gradeErr := ctrl.Grade(ctx, t, sub)
 	if res == nil {
 		return gradeErr
@@ -240,4 +246,18 @@ func printVerdict(w io.Writer, v *schema.Verdict) {
 	counts := v.Counts()
 	fmt.Fprintf(w, "%d passed, %d failed of %d cases; submission sha256 %s; run %s\n",
 		counts[schema.OutcomePass], counts[schema.OutcomeFail], len(v.Cases), v.Submission.SHA256, v.RunID)
+}
+
+// compatBaseline returns the baseline task check recorded for a compat
+// task and says on stderr which it uses, or why it has none (the verdict
+// then records no baseline and flipped is false).
+func compatBaseline(stdio IO, cmd string, t *compat.Task, runtimeImage string) schema.Outcome {
+	o, why := lookupBaseline(t, runtimeImage)
+	switch {
+	case o == "":
+		fmt.Fprintf(stdio.Stderr, "%s: %s; without it the verdict records no baseline and flipped is false\n", cmd, why)
+	case o == schema.OutcomeQuarantined:
+		fmt.Fprintf(stdio.Stderr, "%s: task %s was QUARANTINED by task check: it is not fit to grade\n", cmd, t.Spec.ID)
+	}
+	return o
 }

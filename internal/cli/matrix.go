@@ -27,12 +27,17 @@ type matrixArgs struct {
 	expected              string
 	update                bool
 	judgeImage, judgeCmd  string
+	merge                 []string
+	backendArgs
 }
 
 func runMatrix(ctx context.Context, args []string, stdio IO) error {
 	a, err := parseMatrix(args, stdio)
 	if err != nil {
 		return err
+	}
+	if len(a.merge) > 0 {
+		return mergeMatrix(stdio, a)
 	}
 	exp, expPath, err := loadExpectation(a.expected, a.update)
 	if err != nil {
@@ -41,6 +46,15 @@ func runMatrix(ctx context.Context, args []string, stdio IO) error {
 	rep, err := a.run(ctx, stdio)
 	if err != nil {
 		return err
+	}
+	if a.update && rep.Runtime != proofmatrix.DefaultRuntime {
+		return usagef("--update records the %s expectation; this run was on %s, whose differences are written by hand, each with its reason, under \"runtimes\" in %s",
+			proofmatrix.DefaultRuntime, rep.Runtime, proofmatrix.ExpectedPath)
+	}
+	if !a.update {
+		if exp, err = exp.For(rep.Runtime); err != nil {
+			return badInput(err)
+		}
 	}
 	if err := a.write(stdio, rep, exp); err != nil {
 		return err
@@ -56,6 +70,22 @@ func runMatrix(ctx context.Context, args []string, stdio IO) error {
 		return nil
 	}
 	return judgeMatrix(stdio, rep, exp)
+}
+
+// mergeMatrix writes the side-by-side table of earlier runs' reports.
+func mergeMatrix(stdio IO, a *matrixArgs) error {
+	var reps []*proofmatrix.Report
+	for _, p := range a.merge {
+		r, err := proofmatrix.LoadReport(p)
+		if err != nil {
+			return badInput(err)
+		}
+		reps = append(reps, r)
+	}
+	if a.markdown == "" {
+		return proofmatrix.WriteRuntimesMarkdown(stdio.Stdout, reps)
+	}
+	return writeFile(a.markdown, func(f *os.File) error { return proofmatrix.WriteRuntimesMarkdown(f, reps) })
 }
 
 // parseMatrix reads and checks a matrix's command line. A --run that
@@ -74,11 +104,17 @@ func parseMatrix(args []string, stdio IO) (*matrixArgs, error) {
 	fs.BoolVar(&a.update, "update", false, "rewrite the expectation file with this run's results instead of comparing")
 	fs.StringVar(&a.judgeImage, "judge-image", "", "use this judge image instead of the built one (for testing other judges)")
 	fs.StringVar(&a.judgeCmd, "judge-cmd", "", "the judge command, space-separated (with --judge-image)")
+	a.backendArgs.register(fs)
+	merge := fs.String("merge", "", "run nothing: write one Markdown table of these comma-separated JSON reports (--json of earlier runs on other backends), a column per runtime, to --markdown or stdout")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() != 0 {
 		return nil, usagef("takes no arguments")
+	}
+	if *merge != "" {
+		a.merge = strings.Split(*merge, ",")
+		return a, nil
 	}
 	if a.parallel < 1 {
 		return nil, usagef("--parallel must be at least 1")
@@ -130,7 +166,7 @@ func (a *matrixArgs) run(ctx context.Context, stdio IO) (*proofmatrix.Report, er
 	if err != nil {
 		return nil, err
 	}
-	cfg := controller.Config{Signer: signer, MaxInFlight: a.parallel}
+	cfg := controller.Config{Signer: signer, MaxInFlight: a.parallel, Runtime: a.runtime}
 	if a.judgeImage != "" {
 		cfg.JudgeImage = a.judgeImage
 		cfg.JudgeCmd = strings.Fields(a.judgeCmd)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	sgbatch "github.com/strictgrade/strictgrade/batch"
+	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -45,6 +48,7 @@ type runArgs struct {
 	items, tasks, out, key, maxErrors string
 	parallel                          int
 	retryErrors                       bool
+	backendArgs
 }
 
 func runRun(ctx context.Context, args []string, stdio IO) error {
@@ -56,6 +60,7 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	fs.IntVar(&a.parallel, "parallel", 2, "grade `N` items at once")
 	fs.StringVar(&a.key, "key", "", keyHelp+"; needed to resume")
 	fs.BoolVar(&a.retryErrors, "retry-errors", false, "on resume, grade ERROR items again")
+	a.backendArgs.register(fs)
 	fs.StringVar(&a.maxErrors, "max-errors", "", "stop the run when the grader errors on more than `N` items, or a FRACTION (0.2, 20%) of those done, after 5 (default: 10 or 20%, whichever is larger)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -106,12 +111,13 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	}
 	// One slog line per grade event would bury the progress: warnings only.
 	quiet := slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: quiet, MaxInFlight: a.parallel})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: quiet, MaxInFlight: a.parallel, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}
 	defer ctrl.Close()
 	opts.Controller = ctrl
+	opts.Baselines = runBaselines(stdio, opts.Tasks, ctrl.RuntimeImage())
 	prog := newRunProgress(stdio.Stderr)
 	opts.Progress = prog.update
 	sum, err := sgbatch.Run(ctx, opts)
@@ -206,4 +212,27 @@ func (p *runProgress) finish() {
 		p.bar.Exit()
 		fmt.Fprintln(p.w)
 	}
+}
+
+// runBaselines returns the baselines task check recorded for the compat
+// tasks of a run, by task digest, and says on stderr how many it has.
+func runBaselines(stdio IO, tasks sgbatch.Tasks, runtimeImage string) map[string]schema.Outcome {
+	out := map[string]schema.Outcome{}
+	compats, missing := 0, ""
+	for _, id := range slices.Sorted(maps.Keys(tasks)) {
+		ct, ok := tasks[id].(*compat.Task)
+		if !ok {
+			continue
+		}
+		compats++
+		if o, why := lookupBaseline(ct, runtimeImage); o != "" {
+			out[ct.Digest] = o
+		} else if missing == "" {
+			missing = why
+		}
+	}
+	if compats > 0 && len(out) < compats {
+		fmt.Fprintf(stdio.Stderr, "run: %d of %d compat tasks have a recorded baseline; the others' verdicts record none and flipped is false (first: %s)\n", len(out), compats, missing)
+	}
+	return out
 }

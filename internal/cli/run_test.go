@@ -55,60 +55,7 @@ func TestRunUsage(t *testing.T) {
 // TestVerifyRun: verify --run passes a run as graded, and fails (exit 1)
 // one with a tampered bundle or submission, naming the item.
 func TestVerifyRun(t *testing.T) {
-	root := t.TempDir()
-	writeTree(t, root, map[string]string{
-		"tasks/copy/task.json": `{"schema":"strictgrade.task/v1","id":"copy","version":"1","kind":"data","runtime":"python",
-			"data":{"argv":["python3","solution.py"]},"artifacts":["solution.py"]}`,
-		"tasks/copy/public/README.md":  "copy /input/in.txt to /output/out.txt\n",
-		"tasks/copy/hidden/cases.json": `{"cases":[{"id":"a","input_files":{"in.txt":"in/a.txt"},"expected_files":{"out.txt":"want/a.txt"}}]}`,
-		"tasks/copy/hidden/in/a.txt":   "x\n",
-		"tasks/copy/hidden/want/a.txt": "x\n",
-		"honest/solution.py":           copySource,
-		"wrong/solution.py":            "print('no')\n",
-		"items.jsonl":                  "{\"id\":\"h\",\"task\":\"copy\",\"submission\":\"honest\"}\n{\"id\":\"w\",\"task\":\"copy\",\"submission\":\"wrong\"}\n{\"id\":\"h2\",\"task\":\"copy\",\"submission\":\"honest\"}\n",
-	})
-	fake := sandboxtest.NewFake()
-	fake.Image(sandboxtest.RuntimeImage, sandboxtest.Runtime(map[string]sandboxtest.Python{copySource: {Main: func(p *sandboxtest.Proc) int {
-		data, err := p.ReadFile("/input/in.txt")
-		if err == nil {
-			err = p.WriteFile("/output/out.txt", data, 0o644)
-		}
-		if err != nil {
-			return 1
-		}
-		return 0
-	}}}))
-	fake.Image(sandboxtest.JudgeImage, sandboxtest.Judge)
-	priv, pubPEM, err := attest.GenerateKey(attest.KeyEd25519, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := attest.LoadSigner(priv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrl, err := controller.New(t.Context(), controller.Config{Backend: fake, Signer: signer,
-		RuntimeImage: sandboxtest.RuntimeImage, JudgeImage: sandboxtest.JudgeImage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctrl.Close()
-	items, err := batch.ReadItems(filepath.Join(root, "items.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := batch.LoadTasks(t.Context(), []string{filepath.Join(root, "tasks")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(root, "out")
-	if _, err := batch.Run(t.Context(), batch.Options{Controller: ctrl, Signer: signer, Items: items, Tasks: tasks, Out: out}); err != nil {
-		t.Fatal(err)
-	}
-	pub := filepath.Join(root, "key.pub")
-	if err := os.WriteFile(pub, pubPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	root, out, pub := gradedRun(t)
 
 	code, stdout, stderr := run(t, "verify", "--run", out, "--key", pub)
 	if code != cli.ExitOK || !strings.Contains(stdout, "3 items: 3 verified") {
@@ -157,3 +104,103 @@ func TestVerifyRun(t *testing.T) {
 }
 
 func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// gradedRun grades three items of a copy task with the fake engine into
+// root/out and returns root, the run directory and the public key's file.
+func gradedRun(t *testing.T) (root, out, pub string) {
+	t.Helper()
+	root = t.TempDir()
+	writeTree(t, root, map[string]string{
+		"tasks/copy/task.json": `{"schema":"strictgrade.task/v1","id":"copy","version":"1","kind":"data","runtime":"python",
+			"data":{"argv":["python3","solution.py"]},"artifacts":["solution.py"]}`,
+		"tasks/copy/public/README.md":  "copy /input/in.txt to /output/out.txt\n",
+		"tasks/copy/hidden/cases.json": `{"cases":[{"id":"a","input_files":{"in.txt":"in/a.txt"},"expected_files":{"out.txt":"want/a.txt"}}]}`,
+		"tasks/copy/hidden/in/a.txt":   "x\n",
+		"tasks/copy/hidden/want/a.txt": "x\n",
+		"honest/solution.py":           copySource,
+		"wrong/solution.py":            "print('no')\n",
+		"items.jsonl":                  "{\"id\":\"h\",\"task\":\"copy\",\"submission\":\"honest\"}\n{\"id\":\"w\",\"task\":\"copy\",\"submission\":\"wrong\"}\n{\"id\":\"h2\",\"task\":\"copy\",\"submission\":\"honest\"}\n",
+	})
+	fake := sandboxtest.NewFake()
+	fake.Image(sandboxtest.RuntimeImage, sandboxtest.Runtime(map[string]sandboxtest.Python{copySource: {Main: func(p *sandboxtest.Proc) int {
+		data, err := p.ReadFile("/input/in.txt")
+		if err == nil {
+			err = p.WriteFile("/output/out.txt", data, 0o644)
+		}
+		if err != nil {
+			return 1
+		}
+		return 0
+	}}}))
+	fake.Image(sandboxtest.JudgeImage, sandboxtest.Judge)
+	priv, pubPEM, err := attest.GenerateKey(attest.KeyEd25519, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := attest.LoadSigner(priv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := controller.New(t.Context(), controller.Config{Backend: fake, Signer: signer,
+		RuntimeImage: sandboxtest.RuntimeImage, JudgeImage: sandboxtest.JudgeImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	items, err := batch.ReadItems(filepath.Join(root, "items.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := batch.LoadTasks(t.Context(), []string{filepath.Join(root, "tasks")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = filepath.Join(root, "out")
+	if _, err := batch.Run(t.Context(), batch.Options{Controller: ctrl, Signer: signer, Items: items, Tasks: tasks, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	pub = filepath.Join(root, "key.pub")
+	if err := os.WriteFile(pub, pubPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	return root, out, pub
+}
+
+// TestReport: report writes a run directory's results.md and report.html
+// again, counts the items that do not verify with the key given, and
+// refuses a directory that is not a run's.
+func TestReport(t *testing.T) {
+	root, out, _ := gradedRun(t)
+	for _, f := range []string{batch.ReportMarkdown, batch.ReportHTML} {
+		if err := os.Remove(filepath.Join(out, f)); err != nil {
+			t.Fatalf("the run wrote no %s: %v", f, err)
+		}
+	}
+	code, stdout, stderr := run(t, "report", out)
+	if code != cli.ExitOK || stdout != filepath.Join(out, batch.ReportMarkdown)+"\n"+filepath.Join(out, batch.ReportHTML)+"\n" {
+		t.Fatalf("report: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	md, err := os.ReadFile(filepath.Join(out, batch.ReportMarkdown))
+	if err != nil || !strings.Contains(string(md), "| copy | strict | 3 | 2 | 1 | 0 | 0 | 66.7% |") {
+		t.Errorf("results.md: %v\n%s", err, md)
+	}
+	// Verified with another key, no item verifies.
+	_, otherPEM, err := attest.GenerateKey(attest.KeyEd25519, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(root, "other.pub")
+	writeTree(t, root, map[string]string{"other.pub": string(otherPEM)})
+	if code, _, stderr := run(t, "report", "--key", other, out); code != cli.ExitOK {
+		t.Fatalf("report --key: exit %d\n%s", code, stderr)
+	}
+	if md, _ := os.ReadFile(filepath.Join(out, batch.ReportMarkdown)); !strings.Contains(string(md), "**3 of the items do not verify**") {
+		t.Errorf("results.md with another key:\n%s", md)
+	}
+	for _, args := range [][]string{{"report"}, {"report", root}, {"report", out, out}, {"report", "--key", filepath.Join(root, "nope"), out}} {
+		if code, _, _ := run(t, args...); code != cli.ExitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, cli.ExitUsage)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/strictgrade/strictgrade/attest"
@@ -18,13 +19,13 @@ import (
 )
 
 func init() {
-	register(command{name: "task", summary: "write a new task (task new) or check that one is fit to grade (task check)", do: runTask})
+	register(command{name: "task", summary: "write a new task (task new), import a SWE-bench instance (task import-swebench) or check that a task is fit to grade (task check)", do: runTask})
 }
 
 func runTask(ctx context.Context, args []string, stdio IO) error {
 	if isHelp(args) {
-		fmt.Fprintln(stdio.Stderr, "usage: strictgrade task new --kind function|command|data|compat DIR\n       strictgrade task check DIR [--reference PATH] [--noop=false] [--key FILE] [--out FILE] [--json]")
-		fmt.Fprintln(stdio.Stderr, "\nstrictgrade task new -h and strictgrade task check -h describe them.\n\n"+exitCodesHelp)
+		fmt.Fprintln(stdio.Stderr, "usage: strictgrade task new --kind function|command|data|compat DIR\n       strictgrade task import-swebench --instance FILE.json --repo PATH --out DIR [--key FILE] [--json]\n       strictgrade task check DIR [--reference PATH] [--noop=false] [--key FILE] [--out FILE] [--json]")
+		fmt.Fprintln(stdio.Stderr, "\nstrictgrade task new -h, strictgrade task import-swebench -h and strictgrade task check -h describe them.\n\n"+exitCodesHelp)
 		return nil
 	}
 	switch firstArg(args) {
@@ -32,14 +33,17 @@ func runTask(ctx context.Context, args []string, stdio IO) error {
 		return within("task check", runTaskCheck(ctx, args[1:], stdio))
 	case "new":
 		return within("task new", runTaskNew(ctx, args[1:], stdio))
+	case "import-swebench":
+		return within("task import-swebench", runTaskImport(ctx, args[1:], stdio))
 	}
-	return usagef("the subcommands are new and check")
+	return usagef("the subcommands are new, import-swebench and check")
 }
 
 // taskCheckArgs is task check's command line.
 type taskCheckArgs struct {
 	dir, reference, key, out string
 	noop, json               bool
+	backendArgs
 }
 
 const taskCheckAbout = `Checks that a task is fit to grade, in either tier.
@@ -51,9 +55,18 @@ artifact, so it guards the grading path rather than the cases). A compat task: r
 the existing suite passes; the baseline is the compat tier's no-op check) and, when DIR/reference.diff
 exists or --reference names a diff, grades that diff and requires PASS.
 
+A strict task whose cases are decided by a checker (compare kind "checker") has its checker run first,
+on the host, with the judge's own code and the task's limits: on every expected output (checker-expected:
+each must be accepted) and on wrong outputs made from them (checker-wrong: no output, the expected output
+with garbage added, a kilobyte of garbage; each must be answered, and at least one rejected in every case).
+A checker that fails either is quarantined before any container starts.
+
 Prints a table of the checks (--json: one object with each check's verdict). With --out FILE the first
-check's signed verdict is written to FILE and each other's to FILE.<check> (FILE.noop, FILE.reference).
-A compat task without a reference diff prints and writes its baseline verdict alone, as before.
+graded check's signed verdict is written to FILE and each other's to FILE.<check> (FILE.noop, FILE.reference).
+A compat task without a reference diff prints and writes its baseline verdict alone, as before. A compat
+baseline (FAIL or QUARANTINED) is recorded by task digest and runtime image in $STRICTGRADE_CACHE_DIR/baselines
+(default: the user's cache directory's strictgrade/baselines), where grade and run find it, so that their
+verdicts record the baseline and whether a patch flipped it.
 
 Exit 0 when the task is fit, 4 when it is not (QUARANTINED, with the reason), 3 when a check's verdict is
 ERROR, 2 for a malformed task or a strict task without a reference solution.`
@@ -66,6 +79,7 @@ func parseTaskCheck(args []string, stdio IO) (*taskCheckArgs, error) {
 	fs.StringVar(&a.key, "key", "", keyHelp)
 	fs.StringVar(&a.out, "out", "", "write the first check's signed verdict to `FILE`, the others' to FILE.<check> (checked before the run)")
 	fs.BoolVar(&a.json, "json", false, "print the result as JSON")
+	a.backendArgs.register(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, err
@@ -104,27 +118,27 @@ func runTaskCheck(ctx context.Context, args []string, stdio IO) error {
 		if err != nil {
 			return badInput(err)
 		}
-		return runChecks(ctx, stdio, a, t, func(ctrl *controller.Controller) ([]check, error) {
-			base, err := ctrl.CheckCompat(ctx, t)
-			if base == nil {
-				return nil, err
-			}
-			checks := []check{newCheck("baseline", schema.OutcomeFail, base)}
-			if base.Verdict.Outcome == schema.OutcomeError {
-				return checks, nil
-			}
-			res, err := ctrl.Grade(ctx, t, controller.Submission{Diff: diff, Baseline: base.Verdict.Outcome})
-			if res == nil {
-				return checks, err
-			}
-			return append(checks, newCheck("reference", schema.OutcomePass, res)), nil
+		return runChecks(ctx, stdio, a, t, nil, func(ctrl *controller.Controller) ([]check, error) {
+			return compatChecks(ctx, stdio, ctrl, t, diff)
 		})
 	case *task.Task:
 		ref, err := strictReference(a)
 		if err != nil {
 			return err
 		}
-		return runChecks(ctx, stdio, a, t, func(ctrl *controller.Controller) ([]check, error) {
+		// The checkers first, on the host: a task whose checker is unfit
+		// is quarantined before any container starts.
+		pre, err := checkerChecks(t)
+		if err != nil {
+			return err
+		}
+		if decision := decideChecks(pre); decision != nil {
+			if err := reportChecks(stdio, t, pre, decision, nil, false, a); err != nil {
+				return err
+			}
+			return decision
+		}
+		return runChecks(ctx, stdio, a, t, pre, func(ctrl *controller.Controller) ([]check, error) {
 			sub, closeSub, err := submission(t, ref)
 			if err != nil {
 				return nil, badInput(err)
@@ -186,15 +200,59 @@ func compatReference(a *taskCheckArgs) (string, error) {
 	return "", nil
 }
 
-// check is one graded check of task check: the outcome it wants and the
-// verdict it got.
+// check is one check of task check: the outcome it wants and the one it
+// got, with the verdict of a graded check. A check made on the host (the
+// checker checks) has no verdict.
 type check struct {
 	Name    string          `json:"name"`
 	Want    schema.Outcome  `json:"want"`
 	Got     schema.Outcome  `json:"got"`
 	Reason  string          `json:"reason,omitempty"`
-	Verdict *schema.Verdict `json:"verdict"`
+	Verdict *schema.Verdict `json:"verdict,omitempty"`
 	res     *controller.Result
+}
+
+// Names of the checker checks.
+const (
+	checkerExpected = "checker-expected"
+	checkerWrong    = "checker-wrong"
+)
+
+// checkerChecks runs a strict task's checkers on the host
+// (task.CheckCheckers) and returns their two checks, or none when no case
+// is decided by a checker: checker-expected wants PASS (every expected
+// output accepted), checker-wrong wants FAIL (wrong outputs answered, at
+// least one rejected per case). A checker that failed is got ERROR, which
+// the decision counts against the task, not the run.
+func checkerChecks(t *task.Task) ([]check, error) {
+	f, err := t.CheckCheckers()
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if f.Cases == 0 {
+		return nil, nil
+	}
+	got := func(finding string, ok schema.Outcome) schema.Outcome {
+		switch {
+		case finding == "":
+			return ok
+		case strings.HasPrefix(finding, "the checker failed"):
+			return schema.OutcomeError
+		case ok == schema.OutcomePass:
+			return schema.OutcomeFail
+		}
+		return schema.OutcomePass
+	}
+	summary := fmt.Sprintf("%d of %d checker cases have an expected output; %d checker runs", f.Expected, f.Cases, f.Runs)
+	expected := check{Name: checkerExpected, Want: schema.OutcomePass, Got: got(f.Accept, schema.OutcomePass), Reason: f.Accept}
+	wrong := check{Name: checkerWrong, Want: schema.OutcomeFail, Got: got(f.Reject, schema.OutcomeFail), Reason: f.Reject}
+	if expected.Reason == "" {
+		expected.Reason = summary
+	}
+	if wrong.Reason == "" {
+		wrong.Reason = "every case rejected a wrong output, and the checker answered them all"
+	}
+	return []check{expected, wrong}, nil
 }
 
 func newCheck(name string, want schema.Outcome, res *controller.Result) check {
@@ -220,13 +278,14 @@ func verdictReason(v *schema.Verdict) string {
 }
 
 // decideChecks is task check's decision table: nil when every check got
-// what it wants; an ERROR outcome (exit 3) when a check's verdict is ERROR
-// or a baseline PASSed (not a fitness answer); otherwise QUARANTINED (exit
+// what it wants; an ERROR outcome (exit 3) when a graded check's verdict
+// is ERROR or a baseline PASSed (not a fitness answer); a checker that
+// failed on the host is the task's defect, QUARANTINED; otherwise QUARANTINED (exit
 // 4) with the first unmet check's reason. Checks that were not run (the
 // slice is short) are not held against the task.
 func decideChecks(checks []check) error {
 	for _, c := range checks {
-		if c.Got == schema.OutcomeError {
+		if c.Got == schema.OutcomeError && c.Name != checkerExpected && c.Name != checkerWrong {
 			return outcome(schema.OutcomeError, "the %s verdict is ERROR: %s", c.Name, c.Reason)
 		}
 	}
@@ -241,6 +300,10 @@ func decideChecks(checks []check) error {
 			return outcome(schema.OutcomeError, "the baseline verdict is %s: %s", c.Got, c.Reason)
 		case c.Name == "reference":
 			return outcome(schema.OutcomeQuarantined, "QUARANTINED: the reference solution did not pass (%s): %s", c.Got, c.Reason)
+		case c.Name == checkerExpected:
+			return outcome(schema.OutcomeQuarantined, "QUARANTINED: the checker does not accept the expected outputs: %s", c.Reason)
+		case c.Name == checkerWrong:
+			return outcome(schema.OutcomeQuarantined, "QUARANTINED: the checker does not reject wrong outputs: %s", c.Reason)
 		case c.Name == "noop" && c.Got == schema.OutcomePass:
 			return outcome(schema.OutcomeQuarantined, "QUARANTINED: an empty submission passed: the cases cannot tell work from none")
 		default:
@@ -250,20 +313,22 @@ func decideChecks(checks []check) error {
 	return nil
 }
 
-// runChecks makes a controller, runs the checks, reports them and decides.
-func runChecks(ctx context.Context, stdio IO, a *taskCheckArgs, t controller.Task, run func(*controller.Controller) ([]check, error)) error {
+// runChecks makes a controller, runs the checks after those already made
+// (pre), reports them all and decides.
+func runChecks(ctx context.Context, stdio IO, a *taskCheckArgs, t controller.Task, pre []check, run func(*controller.Controller) ([]check, error)) error {
 	signer, ephemeral, err := loadSigner(a.key)
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}
 	defer ctrl.Close()
-	checks, runErr := run(ctrl)
+	graded, runErr := run(ctrl)
+	checks := append(pre, graded...)
 	decision := decideChecks(checks)
-	if len(checks) > 0 {
+	if len(graded) > 0 {
 		if err := reportChecks(stdio, t, checks, decision, signer, ephemeral, a); err != nil {
 			return err
 		}
@@ -277,20 +342,26 @@ func runChecks(ctx context.Context, stdio IO, a *taskCheckArgs, t controller.Tas
 	return decision
 }
 
-// reportChecks prints the checks' table (or JSON) and writes their
-// verdicts.
+// reportChecks prints the checks' table (or JSON) and writes the
+// verdicts of the graded ones: the first to --out, the others' next to it.
 func reportChecks(stdio IO, t controller.Task, checks []check, decision error, signer *attest.Signer, ephemeral bool, a *taskCheckArgs) error {
 	if a.out != "" {
-		for i, c := range checks {
+		first := true
+		for _, c := range checks {
+			if c.res == nil {
+				continue
+			}
 			out := a.out
-			if i > 0 {
+			if !first {
 				out += "." + c.Name
 			}
+			first = false
 			if err := writeOutputs(out, c.res, signer, ephemeral, stdio.Stderr); err != nil {
 				return err
 			}
 		}
 	}
+	id, kind := taskLabel(t, checks)
 	fit, reason := decision == nil, ""
 	if decision != nil {
 		reason = decision.Error()
@@ -304,14 +375,13 @@ func reportChecks(stdio IO, t controller.Task, checks []check, decision error, s
 			Fit    bool        `json:"fit"`
 			Reason string      `json:"reason,omitempty"`
 			Checks []check     `json:"checks"`
-		}{checks[0].Verdict.Task.ID, t.Tier(), fit, reason, checks})
+		}{id, t.Tier(), fit, reason, checks})
 	}
-	v := checks[0].Verdict
 	state := "fit"
 	if !fit {
 		state = "NOT FIT: " + reason
 	}
-	fmt.Fprintf(stdio.Stdout, "task %s (%s, %s tier): %s\n", v.Task.ID, v.Task.Kind, t.Tier(), state)
+	fmt.Fprintf(stdio.Stdout, "task %s (%s, %s tier): %s\n", id, kind, t.Tier(), state)
 	tw := tabwriter.NewWriter(stdio.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tWANT\tGOT\tOK\tRUN\tREASON")
 	for _, c := range checks {
@@ -319,16 +389,34 @@ func reportChecks(stdio IO, t controller.Task, checks []check, decision error, s
 		if c.Got != c.Want {
 			ok = "NO"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Want, c.Got, ok, c.Verdict.RunID, c.Reason)
+		runID := "-"
+		if c.Verdict != nil {
+			runID = c.Verdict.RunID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Want, c.Got, ok, runID, c.Reason)
 	}
 	tw.Flush()
 	for _, c := range checks {
-		if c.Got != c.Want {
+		if c.Got != c.Want && c.Verdict != nil {
 			fmt.Fprintf(stdio.Stdout, "\n%s:\n", c.Name)
 			printVerdict(stdio.Stdout, c.Verdict)
 		}
 	}
 	return nil
+}
+
+// taskLabel is the task id and kind a report shows: those of the first
+// verdict, or of the strict task's spec when no check was graded.
+func taskLabel(t controller.Task, checks []check) (string, schema.TaskKind) {
+	for _, c := range checks {
+		if c.Verdict != nil {
+			return c.Verdict.Task.ID, c.Verdict.Task.Kind
+		}
+	}
+	if st, ok := t.(*task.Task); ok {
+		return st.Spec.ID, st.Spec.Kind
+	}
+	return "", ""
 }
 
 // checkCompatBaseline is task check of a compat task without a reference
@@ -338,7 +426,7 @@ func checkCompatBaseline(ctx context.Context, stdio IO, a *taskCheckArgs, t *com
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
 	if err != nil {
 		return err
 	}
@@ -347,6 +435,7 @@ func checkCompatBaseline(ctx context.Context, stdio IO, a *taskCheckArgs, t *com
 	if res == nil {
 		return checkErr
 	}
+	noteBaseline(stdio, t, res.Verdict, ctrl.RuntimeImage())
 	if err := report(stdio, res, signer, ephemeral, a.out, a.json); err != nil {
 		return err
 	}
@@ -359,4 +448,17 @@ func checkCompatBaseline(ctx context.Context, stdio IO, a *taskCheckArgs, t *com
 	// A fit task fails its hidden tests at the base: that is success here.
 	fmt.Fprintln(stdio.Stderr, "task check: the task is fit (hidden tests fail at the base for the right reason, the existing suite passes)")
 	return nil
+}
+
+// noteBaseline records a compat task's baseline for grade and run (see
+// baseline.go) and says where, or why not, on stderr; a cache that cannot
+// be written does not make the task unfit.
+func noteBaseline(stdio IO, t *compat.Task, v *schema.Verdict, runtimeImage string) {
+	p, err := recordBaseline(t, v, runtimeImage)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdio.Stderr, "task check: the baseline was not recorded: %v\n", err)
+	case p != "":
+		fmt.Fprintf(stdio.Stderr, "task check: baseline %s recorded in %s (grade and run use it for this task digest and runtime image)\n", v.Outcome, p)
+	}
 }

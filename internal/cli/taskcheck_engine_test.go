@@ -100,3 +100,34 @@ func TestTaskCheckStrict(t *testing.T) {
 
 	assertNothingLeft(t)
 }
+
+// TestTaskCheckBaselineFlips: task check records a compat task's
+// baseline; grade then uses it, so an honest patch's verdict records the
+// baseline and that it flipped; without the record it records none.
+func TestTaskCheckBaselineFlips(t *testing.T) {
+	t.Setenv(cacheEnv, t.TempDir())
+	task := filepath.Join("..", "..", "examples", "compat-textkit", "task")
+	honest := filepath.Join("..", "..", "examples", "compat-textkit", "diffs", "honest.diff")
+	grade := func() (schema.Verdict, string) {
+		t.Helper()
+		code, stdout, stderr := run(t, "grade", "--task", task, "--submission", honest, "--json")
+		var v schema.Verdict
+		if err := json.Unmarshal([]byte(stdout), &v); err != nil || code != ExitOK || v.Compat == nil {
+			t.Fatalf("grade: exit %d %v\n%s\n%s", code, err, stdout, stderr)
+		}
+		return v, stderr
+	}
+	v, stderr := grade()
+	if v.Compat.Flipped || v.Compat.BaselineOutcome != "" || !strings.Contains(stderr, "no baseline is recorded for task") {
+		t.Errorf("without a record: flipped %v baseline %q\n%s", v.Compat.Flipped, v.Compat.BaselineOutcome, stderr)
+	}
+	code, stdout, stderr := run(t, "task", "check", task)
+	if code != ExitOK || !strings.Contains(stderr, "task check: baseline FAIL recorded in ") {
+		t.Fatalf("task check: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	v, stderr = grade()
+	if !v.Compat.Flipped || v.Compat.BaselineOutcome != schema.OutcomeFail || strings.Contains(stderr, "no baseline") {
+		t.Errorf("with the record: flipped %v baseline %q\n%s", v.Compat.Flipped, v.Compat.BaselineOutcome, stderr)
+	}
+	assertNothingLeft(t)
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -105,6 +106,13 @@ func TestDecideChecks(t *testing.T) {
 	base := func(got schema.Outcome, reason string) check {
 		return check{Name: "baseline", Want: fail, Got: got, Reason: reason}
 	}
+	chk := func(name string, got schema.Outcome, reason string) check {
+		want := pass
+		if name == checkerWrong {
+			want = fail
+		}
+		return check{Name: name, Want: want, Got: got, Reason: reason}
+	}
 	for _, tt := range []struct {
 		name   string
 		checks []check
@@ -118,6 +126,11 @@ func TestDecideChecks(t *testing.T) {
 		{"reference fails and no-op passes: the reference is named", []check{ref(fail, "r"), noop(pass)}, ExitQuarantined, "reference solution did not pass"},
 		{"reference ERROR", []check{ref(errV, "daemon went away")}, ExitError, "the reference verdict is ERROR: daemon went away"},
 		{"no-op ERROR outranks a failed reference", []check{ref(fail, "r"), noop(errV)}, ExitError, "the noop verdict is ERROR"},
+		{"checkers fit", []check{chk(checkerExpected, pass, "9 of 9"), chk(checkerWrong, fail, ""), ref(pass, ""), noop(fail)}, ExitOK, ""},
+		{"checker rejects an expected output", []check{chk(checkerExpected, fail, "case b: rejected"), chk(checkerWrong, fail, "")}, ExitQuarantined, "QUARANTINED: the checker does not accept the expected outputs: case b: rejected"},
+		{"checker fails on an expected output: the task's defect", []check{chk(checkerExpected, errV, "the checker failed"), chk(checkerWrong, fail, "")}, ExitQuarantined, "QUARANTINED: the checker does not accept the expected outputs: the checker failed"},
+		{"checker accepts wrong outputs", []check{chk(checkerExpected, pass, ""), chk(checkerWrong, pass, "case a")}, ExitQuarantined, "QUARANTINED: the checker does not reject wrong outputs: case a"},
+		{"checker fails on a wrong output", []check{chk(checkerExpected, pass, ""), chk(checkerWrong, errV, "garbage")}, ExitQuarantined, "QUARANTINED: the checker does not reject wrong outputs: garbage"},
 		{"compat fit", []check{base(fail, "")}, ExitOK, ""},
 		{"compat fit, reference passes", []check{base(fail, ""), ref(pass, "")}, ExitOK, ""},
 		{"compat quarantined", []check{base(quar, "hidden tests pass at the base: t::x"), ref(pass, "")}, ExitQuarantined, "QUARANTINED: hidden tests pass at the base: t::x"},
@@ -149,5 +162,63 @@ func TestVerdictReason(t *testing.T) {
 	v.Reason = "missing artifact"
 	if got := verdictReason(v); got != "missing artifact" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestTaskCheckCheckerQuarantine: a strict task whose checker does not
+// accept an expected output is quarantined before any daemon is reached;
+// a fit checker lets the check go on to the daemon.
+func TestTaskCheckCheckerQuarantine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent")
+	src := filepath.Join("..", "..", "examples", "toposort", "task")
+	bad := filepath.Join(t.TempDir(), "task")
+	if err := os.CopyFS(bad, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	cases := filepath.Join(bad, "hidden", "cases.json")
+	data, err := os.ReadFile(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// [0,1] puts node 1 before node 0 in a graph with the edge 1->0.
+	broken := strings.Replace(string(data), `{"id":"chain","args":[4,[[3,2],[2,1],[1,0]]],"expected":[3,2,1,0]}`,
+		`{"id":"chain","args":[2,[[1,0]]],"expected":[0,1]}`, 1)
+	if broken == string(data) {
+		t.Fatal("the chain case is not in the example")
+	}
+	if err := os.WriteFile(cases, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, "task", "check", bad)
+	want := "QUARANTINED: the checker does not accept the expected outputs: the checker failed on an expected output: judge: checker failed: module checker.wasm sha256 "
+	if code != ExitQuarantined || !strings.Contains(stderr, want) || !strings.Contains(stderr, "case chain: exited with status 3") {
+		t.Errorf("exit %d, want %d with %q\n%s", code, ExitQuarantined, want, stderr)
+	}
+	for _, w := range []string{"task toposort (function, strict tier): NOT FIT: QUARANTINED", "checker-expected  PASS  ERROR  NO  -"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, stdout)
+		}
+	}
+	if strings.Contains(stderr, "not reachable") {
+		t.Errorf("the daemon was asked:\n%s", stderr)
+	}
+
+	// --json says the same, with no verdict for the host checks.
+	code, stdout, _ = run(t, "task", "check", "--json", bad)
+	var doc struct {
+		Fit    bool
+		Reason string
+		Checks []map[string]any
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != ExitQuarantined || doc.Fit || len(doc.Checks) != 2 {
+		t.Fatalf("exit %d %v\n%s", code, err, stdout)
+	}
+	if _, has := doc.Checks[0]["verdict"]; has || doc.Checks[0]["name"] != checkerExpected || doc.Checks[1]["got"] != "ERROR" {
+		t.Errorf("checks %v", doc.Checks)
+	}
+
+	// The example's own checker is fit: the check goes on to the daemon.
+	if code, _, stderr := run(t, "task", "check", src); code != ExitError || !strings.Contains(stderr, "not reachable") {
+		t.Errorf("exit %d, want %d\n%s", code, ExitError, stderr)
 	}
 }

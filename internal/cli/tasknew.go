@@ -20,6 +20,7 @@ import (
 
 	"github.com/strictgrade/strictgrade/compat"
 	"github.com/strictgrade/strictgrade/compat/diffgate"
+	"github.com/strictgrade/strictgrade/internal/images"
 	"github.com/strictgrade/strictgrade/judge"
 	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
@@ -314,14 +315,38 @@ func strictReadme(k schema.TaskKind) (string, error) {
   ` + "`hidden/`" + ` only). The task digest is of the whole directory, so it covers ` + "`reference/`" + ` and this README
   too: changing them changes the digest.
 
-## task.json
-
 `)
+	format, err := strictFormat("##")
+	if err != nil {
+		return "", err
+	}
+	b.WriteString(format)
+	b.WriteString(`
+## Checking the task
+
+` + "`strictgrade task check DIR`" + ` grades ` + "`reference/`" + ` (or ` + "`--reference PATH`" + `, a directory or a tar) and requires
+PASS, and grades an empty submission and requires FAIL (` + "`--noop=false`" + ` skips that). Before that, when a checker
+decides cases, it runs the checker on the host: it must accept every expected output and answer, and in each case
+reject at least one of, three wrong outputs made from it (no output, the expected output with garbage added, a
+kilobyte of garbage). Exit 0: the task is fit;
+4: it is not (the reason is printed); 3: a grade could not be made (ERROR); 2: the task or the command line is
+malformed. Then ` + "`strictgrade grade --task DIR --submission WORKSPACE`" + ` grades real work.
+`)
+	return b.String(), nil
+}
+
+// strictFormat is the strict task format, from the code: the task
+// schema's properties, task.DefaultLimits, the judge's comparators, with
+// headings at level h ("##" in a scaffold's README, deeper in the
+// project's).
+func strictFormat(h string) (string, error) {
+	var b bytes.Buffer
+	b.WriteString(h + " task.json\n\n")
 	if err := writeSchemaFields(&b); err != nil {
 		return "", err
 	}
 	b.WriteString(`
-## Kinds: how the candidate is called
+` + h + ` Kinds: how the candidate is called
 
 The submission's declared artifacts (only they) reach a fresh candidate container, read-only at ` + "`/artifacts`" + `,
 which is also the working directory. Expected values never enter it.
@@ -337,7 +362,7 @@ which is also the working directory. Expected values never enter it.
   in ` + "`/input`" + ` (by the names the case gives them) and an empty ` + "`/output`" + `; each of ` + "`expected_files`" + ` must be
   written to ` + "`/output`" + ` and is compared with its expected content. Other output files are ignored.
 
-## hidden/cases.json
+` + h + ` hidden/cases.json
 
 ` + "```json\n" + `{"compare": {"kind": "..."}, "cases": [{"id": "...", ...}]}` + "\n```" + `
 
@@ -348,7 +373,7 @@ The fields a case may have, by kind:
 	for _, kind := range []schema.TaskKind{schema.KindFunction, schema.KindCommand, schema.KindData} {
 		fmt.Fprintf(&b, "- %s: %s\n", kind, caseFieldsDoc[kind])
 	}
-	b.WriteString("\n## Comparators\n\n`compare.kind` is one of:\n\n")
+	b.WriteString("\n" + h + " Comparators\n\n`compare.kind` is one of:\n\n")
 	for _, c := range comparatorKinds {
 		fmt.Fprintf(&b, "- `%s`: %s\n", c, comparatorDocs[c])
 	}
@@ -365,18 +390,11 @@ The fields a case may have, by kind:
 		fmt.Fprintf(&b, "- `%s`: %s\n", name, comparatorOptionDocs[name])
 	}
 	b.WriteString(`
-## The runtime
+` + h + ` The runtime
 
 ` + "`runtime`" + ` is ` + "`python`" + `: the candidate runs in strictgrade's Python image (Debian bookworm's python3 and pytest,
 built by ` + "`strictgrade images build`" + `), as an unprivileged user with a read-only root filesystem, no network
 and no capabilities, under the limits above.
-
-## Checking the task
-
-` + "`strictgrade task check DIR`" + ` grades ` + "`reference/`" + ` (or ` + "`--reference PATH`" + `, a directory or a tar) and requires
-PASS, and grades an empty submission and requires FAIL (` + "`--noop=false`" + ` skips that). Exit 0: the task is fit;
-4: it is not (the reason is printed); 3: a grade could not be made (ERROR); 2: the task or the command line is
-malformed. Then ` + "`strictgrade grade --task DIR --submission WORKSPACE`" + ` grades real work.
 `)
 	return b.String(), nil
 }
@@ -410,10 +428,13 @@ var comparatorOptionDocs = map[string]string{
 	"unordered_arrays": "JSON arrays compare as multisets (json).",
 	"ignore_case":      "text compares after Unicode case folding (lines, tokens, unordered_lines, csv).",
 	"csv_header":       "the first row is a header, compared exactly (csv).",
-	"module":           "the checker module's path below hidden/ (checker).",
-	"memory_pages":     "the checker's memory in 64 KiB pages (checker).",
-	"timeout_ms":       "the checker's wall-clock time per case (checker).",
-	"output_bytes":     "the most the checker may write as its answer (checker).",
+	"module":           "the checker module's path below hidden/ (checker, required).",
+	"memory_pages": fmt.Sprintf("the checker's memory in 64 KiB pages, 1 to %d; default %d (%d MiB) (checker).",
+		judge.MaxCheckerMemoryPages, judge.DefaultCheckerMemoryPages, judge.DefaultCheckerMemoryPages/16),
+	"timeout_ms": fmt.Sprintf("the checker's wall-clock time per case in milliseconds, 1 to %d; default %d; all checker runs of a grade share %.0f s (checker).",
+		judge.MaxCheckerTimeoutMS, judge.DefaultCheckerTimeoutMS, judge.CheckerTotalTime.Seconds()),
+	"output_bytes": fmt.Sprintf("the most the checker may write as its answer, 1 to %d bytes; default %d (checker).",
+		judge.MaxCheckerOutputBytes, judge.DefaultCheckerOutputBytes),
 }
 
 // fieldDocs describes task.json's properties; writeSchemaFields adds what
@@ -615,7 +636,7 @@ var compatFieldDocs = map[string]string{
 	"existing.sha256":     "the sha256 of that file (`sha256sum existing-tests.txt`); change it with the list.",
 	"hidden":              "the hidden suite, which must pass after the diff and fail at the base.",
 	"hidden.dir":          "a directory mirroring repository paths; its files are copied into the checkout after the diff is applied.",
-	"hidden.tests":        "the node ids that must pass, each in a file under hidden.dir.",
+	"hidden.tests":        "the node ids that must pass, each in a file under hidden.dir or in a test file of the base commit, used unchanged.",
 	"allow":               "globs of the paths a diff may touch (at least one); nothing else passes the diff gate.",
 	"deny":                "globs added to the default deny list (tests, test configuration, conftest.py, sitecustomize.py, *.pth, build and CI files), which always applies.",
 	"limits":              "per oracle container, and the largest diff the gate reads; an omitted field takes its default.",
@@ -626,6 +647,69 @@ var compatFieldDocs = map[string]string{
 	"limits.diff_bytes":   fmt.Sprintf("the largest diff, bytes (1024-%d).", diffgate.MaxDiffBytes),
 	"limits.diff_files":   fmt.Sprintf("the most file sections in a diff (1-%d).", diffgate.MaxDiffFiles),
 	"env":                 "extra deterministic environment variables the tests need; upper-case names; PATH, HOME, PYTHON*, PYTEST*, LD_*, LC_*, GIT_* and the like are refused.",
+}
+
+// compatFormat is the compat task format, from compat.Spec and
+// compat.DefaultLimits, with headings at level h, and what the runtime
+// image holds besides the tested code.
+func compatFormat(h string) string {
+	var b bytes.Buffer
+	b.WriteString(h + " task.json\n\n")
+	defaults := jsonValues(compat.DefaultLimits)
+	var walk func(t reflect.Type, prefix, indent string)
+	walk = func(t reflect.Type, prefix, indent string) {
+		for f := range t.Fields() {
+			tag := f.Tag.Get("json")
+			name, opts, _ := strings.Cut(tag, ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			full := prefix + name
+			req := "required"
+			if strings.Contains(opts, "omit") {
+				req = "optional"
+			}
+			doc := compatFieldDocs[full]
+			if doc == "" {
+				doc = "see the compat package's documentation."
+			}
+			fmt.Fprintf(&b, "%s- `%s` (%s): %s", indent, name, req, doc)
+			if prefix == "limits." {
+				fmt.Fprintf(&b, " Default: %v.", defaults[name])
+			}
+			fmt.Fprintln(&b)
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type, full+".", indent+"  ")
+			}
+		}
+	}
+	walk(reflect.TypeFor[compat.Spec](), "", "")
+	b.WriteString(`
+Globs (allow, deny) use the firewall's syntax: a pattern without an inner "/" matches at any depth, "**" spans
+directories, a trailing "/" matches a directory and everything below it, and matching ignores case.
+
+A hidden test id names a test in a file under ` + "`hidden/`" + ` or, unchanged, in a test file of the base commit
+(` + "`tests/test_core.py::test_x`" + ` need not be copied under ` + "`hidden/`" + `): the diff gate protects both alike.
+
+` + h + ` The runtime
+
+` + "`runtime`" + ` is ` + "`python`" + `: the tests run in strictgrade's Python image, Debian bookworm's python3 and pytest. Its
+own Python packages are on every test's ` + "`sys.path`" + ` besides the checkout, and those pytest imports before any
+test (such as ` + "`pluggy`" + `, ` + "`iniconfig`" + ` and ` + "`packaging`" + `) are already imported when the tests start:
+`)
+	pkgs := make([]string, len(images.PythonPackages))
+	for i, p := range images.PythonPackages {
+		pkgs[i] = "`" + p + "`"
+	}
+	b.WriteString(strings.Join(pkgs, ", ") + ".\n")
+	b.WriteString(`
+A repository with a top-level package of one of these names (at its top or in ` + "`src/`" + `), or whose package
+` + "`repo.pythonpath`" + ` does not reach (a src layout needs ` + "`[\"src\"]`" + `), would have a copy outside the checkout
+tested instead of its own: the baseline looks where each top-level package of the checkout resolves when the
+tests run and QUARANTINES such a task (reason code ` + "`packages_shadowed`" + `, naming the package and where it
+resolves).
+`)
+	return b.String()
 }
 
 // compatReadme explains the compat task format, from compat.Spec and
@@ -663,47 +747,17 @@ Then:
   checkout): ` + "`task check`" + ` grades it and requires PASS. It is never handed to the oracle's containers (they
   receive the bundle and ` + "`hidden/`" + ` only); the task digest, of the whole directory, covers it.
 
-## task.json
-
 `)
-	defaults := jsonValues(compat.DefaultLimits)
-	var walk func(t reflect.Type, prefix, indent string)
-	walk = func(t reflect.Type, prefix, indent string) {
-		for f := range t.Fields() {
-			tag := f.Tag.Get("json")
-			name, opts, _ := strings.Cut(tag, ",")
-			if name == "" || name == "-" {
-				continue
-			}
-			full := prefix + name
-			req := "required"
-			if strings.Contains(opts, "omit") {
-				req = "optional"
-			}
-			doc := compatFieldDocs[full]
-			if doc == "" {
-				doc = "see the compat package's documentation."
-			}
-			fmt.Fprintf(&b, "%s- `%s` (%s): %s", indent, name, req, doc)
-			if prefix == "limits." {
-				fmt.Fprintf(&b, " Default: %v.", defaults[name])
-			}
-			fmt.Fprintln(&b)
-			if f.Type.Kind() == reflect.Struct {
-				walk(f.Type, full+".", indent+"  ")
-			}
-		}
-	}
-	walk(reflect.TypeFor[compat.Spec](), "", "")
+	b.WriteString(compatFormat("##"))
 	b.WriteString(`
-Globs (allow, deny) use the firewall's syntax: a pattern without an inner "/" matches at any depth, "**" spans
-directories, a trailing "/" matches a directory and everything below it, and matching ignores case.
-
 ## Checking the task
 
 ` + "`strictgrade task check DIR`" + ` runs the baseline (no diff): a fit task's hidden tests fail at the base for the
-right reason and its existing suite passes. With ` + "`reference.diff`" + ` (or ` + "`--reference FILE`" + `) it also grades that
-diff and requires PASS. Exit 0: fit; 4: QUARANTINED (the reason is printed); 3: ERROR; 2: malformed task.
+right reason, its existing suite passes and its packages come from the checkout. With ` + "`reference.diff`" + ` (or
+` + "`--reference FILE`" + `) it also grades that diff and requires PASS. Exit 0: fit; 4: QUARANTINED (the reason is printed);
+3: ERROR; 2: malformed task. It records the baseline it computed (by task digest and runtime image) in
+strictgrade's cache directory, where ` + "`strictgrade grade`" + ` and ` + "`strictgrade run`" + ` find it: their verdicts then
+record the baseline and whether the patch flipped it.
 `)
 	return b.String(), nil
 }

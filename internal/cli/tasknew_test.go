@@ -264,7 +264,7 @@ func TestTaskNewUsage(t *testing.T) {
 		{[]string{"task", "new", "--kind", "repository", filepath.Join(t.TempDir(), "a")}, "--kind must be one of"},
 		{[]string{"task", "new", "--kind", "function", full}, "is not empty"},
 		{[]string{"task", "new", "--kind", "function", "a", "b"}, "takes one directory"},
-		{[]string{"task", "frob"}, "the subcommands are new and check"},
+		{[]string{"task", "frob"}, "the subcommands are new, import-swebench and check"},
 	} {
 		code, _, stderr := run(t, tt.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tt.want) {

@@ -124,7 +124,12 @@ func (d *Docker) preflight(ctx context.Context) error {
 		rt = info.DefaultRuntime
 	}
 	if _, ok := info.Runtimes[rt]; !ok {
-		problems = append(problems, fmt.Sprintf("runtime %q not available", rt))
+		have := make([]string, 0, len(info.Runtimes))
+		for name := range info.Runtimes {
+			have = append(have, name)
+		}
+		slices.Sort(have)
+		problems = append(problems, fmt.Sprintf("runtime %q not available (the daemon has %s)", rt, strings.Join(have, ", ")))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrPreflight, strings.Join(problems, "; "))

@@ -24,6 +24,17 @@ func labels(run, phase string) map[string]string {
 	return l
 }
 
+// Under gVisor (runtime "runsc") the host pids cgroup of a container with
+// a pids limit of N is GVisorOwnPIDs + GVisorPIDsPerProcess*N: its user-space
+// kernel and file server start with about 30 threads, and each workload
+// process takes about three more host threads (measured on the systrap
+// platform). The workload itself is held to N by RLIMIT_NPROC, which
+// gVisor's kernel enforces.
+const (
+	GVisorOwnPIDs        = 32
+	GVisorPIDsPerProcess = 4
+)
+
 // labelSafe reports whether s may be a run id, phase or image name.
 func labelSafe(s string) bool { return sandbox.ValidName(s) }
 
@@ -57,6 +68,24 @@ func hardened(s Spec, l Limits, stdin bool) (*container.Config, *container.HostC
 		cfg.Env = []string{}
 	}
 	pids := l.PIDs
+	ulimits := []*container.Ulimit{
+		{Name: "nofile", Soft: l.OpenFiles, Hard: l.OpenFiles},
+		{Name: "fsize", Soft: l.FileBytes, Hard: l.FileBytes},
+		{Name: "core", Soft: 0, Hard: 0},
+	}
+	if s.Runtime == "runsc" {
+		// gVisor's kernel and file server share the container's pids
+		// cgroup with the workload, each workload process costing
+		// several host threads, and the sandbox dies when that kernel
+		// cannot make a thread. So the workload's bound moves inside:
+		// gVisor's kernel enforces RLIMIT_NPROC on its own processes
+		// (EAGAIN at the limit, as runc's cgroup gives), and the host
+		// cgroup becomes a backstop sized never to starve that kernel.
+		// Under runc RLIMIT_NPROC would count every process of the
+		// host's user 65532, so it is set only here.
+		ulimits = append(ulimits, &container.Ulimit{Name: "nproc", Soft: l.PIDs, Hard: l.PIDs})
+		pids = GVisorOwnPIDs + GVisorPIDsPerProcess*l.PIDs
+	}
 	init := true
 	hc := &container.HostConfig{
 		NetworkMode:    container.NetworkMode("none"),
@@ -84,14 +113,12 @@ func hardened(s Spec, l Limits, stdin bool) (*container.Config, *container.HostC
 			MemorySwap: l.MemoryBytes,
 			PidsLimit:  &pids,
 			NanoCPUs:   l.NanoCPUs,
-			Ulimits: []*container.Ulimit{
-				{Name: "nofile", Soft: l.OpenFiles, Hard: l.OpenFiles},
-				{Name: "fsize", Soft: l.FileBytes, Hard: l.FileBytes},
-				{Name: "core", Soft: 0, Hard: 0},
-			},
+			Ulimits:    ulimits,
 		},
 	}
-	if s.StreamOut != nil {
+	if s.StreamOut != nil && !userSpaceKernel(s.Runtime) {
+		// Under gVisor the directory is a host tmpfs volume instead,
+		// already among s.Mounts (see newStreamVolume).
 		hc.Tmpfs[s.StreamOut.Dir] = tmpfsOptions(*s.StreamOut)
 	}
 	for _, m := range s.Mounts {

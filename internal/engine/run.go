@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,8 +27,11 @@ type Prepared struct {
 	imageID string
 	spec    Spec
 	lim     Limits
-	mu      sync.Mutex
-	used    bool
+	// streamVol is the host tmpfs volume that holds StreamOut.Dir under
+	// gVisor; removed with the container.
+	streamVol string
+	mu        sync.Mutex
+	used      bool
 }
 
 // stdoutCap returns the cap of the attach stream's standard output and
@@ -60,7 +64,9 @@ func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		return nil, err
 	}
 	if spec.Runtime == "" {
-		spec.Runtime = d.cfg.Runtime
+		// The resolved name, so that the profile knows the runtime
+		// even when it is the daemon's default.
+		spec.Runtime = d.info.Runtime
 	}
 	if spec.StreamOut != nil {
 		so, err := spec.StreamOut.Resolve()
@@ -69,15 +75,25 @@ func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		}
 		spec.StreamOut = &so
 	}
+	var streamVol string
+	if spec.StreamOut != nil && userSpaceKernel(spec.Runtime) {
+		v, err := d.newStreamVolume(ctx, spec.Run, spec.Phase, *spec.StreamOut)
+		if err != nil {
+			return nil, err
+		}
+		streamVol = v
+		spec.Mounts = append(slices.Clone(spec.Mounts), Mount{Volume: v, Target: spec.StreamOut.Dir})
+	}
 	cfg, hc := hardened(spec, lim, spec.Stdin != nil)
 	id, ins, err := d.create(ctx, objectName(spec.Run, spec.Phase), cfg, hc)
 	if err != nil {
 		if id != "" {
 			d.removeContainer(ctx, id)
 		}
+		d.removeStreamVolume(ctx, streamVol)
 		return nil, err
 	}
-	return &Prepared{d: d, id: id, imageID: ins.Image, spec: spec, lim: lim}, nil
+	return &Prepared{d: d, id: id, imageID: ins.Image, spec: spec, lim: lim, streamVol: streamVol}, nil
 }
 
 // Close removes the container if Run has not; it is safe to call more
@@ -88,6 +104,7 @@ func (p *Prepared) Close(ctx context.Context) {
 	if !p.used {
 		p.used = true
 		p.d.removeContainer(ctx, p.id)
+		p.d.removeStreamVolume(ctx, p.streamVol)
 	}
 }
 
@@ -114,6 +131,8 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	p.mu.Unlock()
 	d, id, spec, lim := p.d, p.id, p.spec, p.lim
 	withStdin := spec.Stdin != nil
+	// Deferred first, so run last: the volume after its container.
+	defer d.removeStreamVolume(ctx, p.streamVol)
 	defer d.removeContainer(ctx, id)
 	res := &Result{ID: id, ImageID: p.imageID}
 
@@ -242,7 +261,7 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 		// A killed container's archive is cut short by the kill: the
 		// exit kind says what happened, and there is nothing to read.
 		if res.Exit == ExitExited {
-			c, err := collectStream(ctx, archive, so.Dir, spec.CollectPolicy)
+			c, err := collectStream(ctx, archive, so.Dir, quotaPolicy(*so, spec.CollectPolicy))
 			if err != nil {
 				return nil, err
 			}

@@ -308,3 +308,33 @@ func TestStreamOutProfile(t *testing.T) {
 		t.Error("the stream cap ignores a quota or the name limit")
 	}
 }
+
+// TestGVisorProcessBound: under runsc the workload's process bound is
+// RLIMIT_NPROC, enforced by gVisor's kernel, and the host cgroup leaves that
+// kernel room; under runc there is no RLIMIT_NPROC, which would count every
+// process of the host's sandbox user.
+func TestGVisorProcessBound(t *testing.T) {
+	lim, err := Limits{PIDs: 16}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nproc := func(hc *container.HostConfig) *container.Ulimit {
+		for _, u := range hc.Ulimits {
+			if u.Name == "nproc" {
+				return u
+			}
+		}
+		return nil
+	}
+	_, runc := hardened(Spec{Run: "r", Phase: "p", Image: "i", Runtime: "runc"}, lim, false)
+	if *runc.PidsLimit != 16 || nproc(runc) != nil {
+		t.Errorf("runc: pids %d, nproc %+v; want 16 and none", *runc.PidsLimit, nproc(runc))
+	}
+	_, runsc := hardened(Spec{Run: "r", Phase: "p", Image: "i", Runtime: "runsc"}, lim, false)
+	if u := nproc(runsc); u == nil || u.Soft != 16 || u.Hard != 16 {
+		t.Errorf("runsc: nproc %+v, want 16", u)
+	}
+	if want := int64(GVisorOwnPIDs + GVisorPIDsPerProcess*16); *runsc.PidsLimit != want {
+		t.Errorf("runsc: pids %d, want %d", *runsc.PidsLimit, want)
+	}
+}

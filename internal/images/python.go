@@ -26,6 +26,19 @@ type Python struct {
 	Mirror string
 }
 
+// PythonPackages are the top-level Python packages and modules the Python
+// image's recipe puts on sys.path besides the standard library: what
+// Debian's python3-pytest brings with it into /usr/lib/python3/dist-packages
+// (bookworm: pytest 7.2 and its dependencies). Debootstrap resolves them
+// when the image is built, so they are listed here, and an engine test
+// (compat's TestPythonImagePackages) checks the list against a built
+// image. A tested repository's package of one of these names can be
+// shadowed by the image's copy; the compat baseline detects it.
+var PythonPackages = []string{
+	"_pytest", "attr", "attrs", "exceptiongroup", "importlib_metadata", "iniconfig", "more_itertools",
+	"packaging", "pkg_resources", "pluggy", "py", "pytest", "tomli", "typing_extensions", "zipp",
+}
+
 // pythonLayout versions the steps Build takes beyond debootstrap itself.
 const pythonLayout = 1
 

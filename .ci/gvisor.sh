@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# A second Docker daemon whose containers can run under gVisor, for tests.
+#
+#   .ci/gvisor.sh build   build runsc from the Go module proxy into the cache
+#   .ci/gvisor.sh up      start dockerd (runtimes runc and runsc) with its own
+#                         socket, data root and containerd, and load the
+#                         project's images into it from the main daemon
+#   .ci/gvisor.sh env     print the environment that points the CLI and the
+#                         tests at it (DOCKER_HOST, STRICTGRADE_RUNTIME)
+#   .ci/gvisor.sh status  say whether it runs
+#   .ci/gvisor.sh down    stop what `up` started, by PID, and unmount its dirs
+#
+# The machine's own Docker daemon is never restarted or reconfigured: this
+# daemon has its own socket, exec root, data root, containerd, cgroup parent
+# and no bridge. Runs as root.
+set -euo pipefail
+export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
+
+# gvisor.dev/gvisor's "go" branch, pinned (it has no tagged releases there).
+GVISOR_VERSION=${GVISOR_VERSION:-v0.0.0-20260905035102-160fafc42237}
+CACHE=${STRICTGRADE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/strictgrade}
+BIN=$CACHE/gvisor-$GVISOR_VERSION/runsc
+DIR=${STRICTGRADE_GVISOR_DIR:-/tmp/strictgrade-gvisor}
+SOCK=$DIR/docker.sock
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+say() { printf '== gvisor: %s\n' "$*" >&2; }
+
+build() {
+  # Static only: runsc re-executes itself inside a root with no dynamic loader.
+  if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1 && ! readelf -l "$BIN" | grep -q 'program interpreter'; then
+    say "runsc $GVISOR_VERSION is cached at $BIN"
+    return
+  fi
+  local mod=$CACHE/gvisor-$GVISOR_VERSION/module start=$SECONDS
+  mkdir -p "$mod"
+  printf 'module strictgrade.local/runsc\n\ngo 1.26\n' >"$mod/go.mod"
+  say "fetching gvisor.dev/gvisor@$GVISOR_VERSION"
+  (cd "$mod" && go get "gvisor.dev/gvisor/runsc@$GVISOR_VERSION")
+  say "building runsc (a few minutes from a cold cache)"
+  (cd "$mod" && CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags='-s -w' -o "$BIN.tmp" gvisor.dev/gvisor/runsc)
+  mv "$BIN.tmp" "$BIN"
+  say "built runsc in $((SECONDS - start)) s"
+}
+
+running() { [ -f "$DIR/dockerd.pid" ] && kill -0 "$(cat "$DIR/dockerd.pid")" 2>/dev/null; }
+
+up() {
+  [ -x "$BIN" ] || build
+  if running && docker -H "unix://$SOCK" info >/dev/null 2>&1; then
+    say "already up at unix://$SOCK"
+  else
+    mkdir -p "$DIR/data" "$DIR/exec"
+    # systrap needs no hardware virtualisation; the sandboxes have no
+    # network, as every strictgrade sandbox.
+    cat >"$DIR/daemon.json" <<EOF
+{
+  "hosts": ["unix://$SOCK"],
+  "data-root": "$DIR/data",
+  "exec-root": "$DIR/exec",
+  "pidfile": "$DIR/dockerd.pid",
+  "bridge": "none",
+  "iptables": false,
+  "ip6tables": false,
+  "ip-masq": false,
+  "storage-driver": "overlay2",
+  "cgroup-parent": "/strictgrade-gvisor",
+  "runtimes": {
+    "runsc": {"path": "$BIN", "runtimeArgs": ["--platform=systrap", "--network=none", "--root=$DIR/runsc"]}
+  }
+}
+EOF
+    say "starting dockerd on unix://$SOCK"
+    nohup dockerd --config-file "$DIR/daemon.json" >"$DIR/dockerd.log" 2>&1 &
+    local ok=0
+    for _ in $(seq 1 60); do
+      if docker -H "unix://$SOCK" info >/dev/null 2>&1; then ok=1; break; fi
+      sleep 0.5
+    done
+    if [ "$ok" != 1 ]; then
+      say "dockerd did not come up; its log:"
+      tail -n 30 "$DIR/dockerd.log" >&2 || true
+      exit 1
+    fi
+  fi
+  docker -H "unix://$SOCK" info --format '{{json .Runtimes}}' | grep -q '"runsc"' || { say "runsc is not among the daemon's runtimes"; exit 1; }
+  # The project's images, by ID, from the main daemon (no registry here).
+  local img id
+  for img in $(docker images --filter label=dev.strictgrade.image --format '{{.Repository}}:{{.Tag}}' | grep -v '<none>'); do
+    id=$(docker image inspect --format '{{.Id}}' "$img")
+    if [ "$(docker -H "unix://$SOCK" image inspect --format '{{.Id}}' "$img" 2>/dev/null)" != "$id" ]; then
+      say "loading $img"
+      docker save "$img" | docker -H "unix://$SOCK" load -q >/dev/null
+    fi
+  done
+  say "up: $(env_lines | tr '\n' ' ')"
+}
+
+env_lines() {
+  printf 'export DOCKER_HOST=unix://%s\n' "$SOCK"
+  printf 'export STRICTGRADE_RUNTIME=runsc\n'
+}
+
+down() {
+  if [ -f "$DIR/dockerd.pid" ]; then
+    local p
+    p=$(cat "$DIR/dockerd.pid")
+    if kill "$p" 2>/dev/null; then
+      for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+      kill -9 "$p" 2>/dev/null || true
+    fi
+    rm -f "$DIR/dockerd.pid"
+  fi
+  # What that daemon left: its containerd, shims and sandboxes name our dirs.
+  local p
+  for p in $(pgrep -f -- "$DIR/" || true); do kill -9 "$p" 2>/dev/null || true; done
+  sleep 0.5
+  grep -oE " $DIR/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  for d in /sys/fs/cgroup/*/strictgrade-gvisor; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+  say "down"
+}
+
+case "${1:-}" in
+  build) build ;;
+  up) up ;;
+  env) env_lines ;;
+  status) if running; then say "up at unix://$SOCK (pid $(cat "$DIR/dockerd.pid"))"; else say "not running"; exit 1; fi ;;
+  down) down ;;
+  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac

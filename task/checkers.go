@@ -1,0 +1,253 @@
+package task
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/strictgrade/strictgrade/judge"
+	"github.com/strictgrade/strictgrade/schema"
+)
+
+// CheckerFindings is what CheckCheckers found out about a task's checker
+// modules. A task whose findings are not Fit must not grade anyone: its
+// checker would fail a right answer, pass a wrong one, or turn a
+// candidate's bad output into an ERROR.
+type CheckerFindings struct {
+	// Cases is the number of cases a checker decides; 0 when the task
+	// has none (there is then nothing to check).
+	Cases int `json:"cases"`
+	// Expected is how many of them carry an expected output, the ones
+	// the accept check runs on.
+	Expected int `json:"expected"`
+	// Runs is the number of checker runs made.
+	Runs int `json:"runs"`
+	// Accept is empty when the checker accepted every expected output;
+	// otherwise it says which case it did not accept and why.
+	Accept string `json:"accept,omitempty"`
+	// Reject is empty when the checker answered every corrupted output
+	// and rejected at least one in each case; otherwise it says where it
+	// did not.
+	Reject string `json:"reject,omitempty"`
+}
+
+// Fit reports whether the checkers passed both checks.
+func (f *CheckerFindings) Fit() bool { return f.Accept == "" && f.Reject == "" }
+
+// corruption is a wrong output CheckCheckers hands a checker: it must
+// answer it, and reject at least one of them in every case.
+type corruption struct {
+	name string
+	// function is the returned value (JSON), made from the expected
+	// value; command the standard output, made from the expected one
+	// (nil when the case has none).
+	function func(expected []byte) []byte
+	command  func(expected []byte) []byte
+}
+
+// garbage is a kilobyte of every byte value in turn: invalid UTF-8, NUL
+// bytes, control characters.
+var garbage = func() []byte {
+	b := make([]byte, 1024)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	return b
+}()
+
+var corruptions = []corruption{
+	{
+		name:     "no output",
+		function: func([]byte) []byte { return []byte("null") },
+		command:  func([]byte) []byte { return []byte{} },
+	},
+	{
+		name:     "the expected output with garbage added",
+		function: func(e []byte) []byte { return []byte(`{"strictgrade-corrupted":` + string(e) + `}`) },
+		command: func(e []byte) []byte {
+			return append(append(bytes.Clone(e), "\n\x00\xff\xfe not an answer\n"...), garbage[:64]...)
+		},
+	},
+	{
+		name: "a kilobyte of garbage",
+		function: func([]byte) []byte {
+			return []byte(`"not an answer \u0000 \ufffd ` + strings.Repeat("\\u00ff", 160) + `"`)
+		},
+		command: func([]byte) []byte { return bytes.Clone(garbage) },
+	},
+}
+
+// CheckCheckers runs the task's checker modules on the host, through the
+// judge's own code (judge.Judge on outputs made here, so the module, its
+// limits and the input it reads are those of a grade), without a
+// container:
+//
+//   - accept: every case a checker decides that has an expected output
+//     (expected for a function task, expected_stdout for a command task)
+//     is given that output as the candidate's; the checker must accept it;
+//   - reject: every such case is given three wrong outputs (no output,
+//     the expected output with garbage added, a kilobyte of garbage
+//     bytes, or for a function task JSON values of the same spirit),
+//     except one that equals the expected output; the checker must
+//     answer each (a failure here is an ERROR any candidate could
+//     cause) and reject at least one of them.
+//
+// A checker that fails (traps, runs past its limits, answers garbage) is
+// a finding, never an error. The error means the check could not be made:
+// the task was not made by Load, or the judge refuses its cases.
+func (t *Task) CheckCheckers() (*CheckerFindings, error) {
+	if t.snap == nil || t.Cases == nil {
+		return nil, ErrNotLoaded
+	}
+	f := &CheckerFindings{}
+	kind := t.Spec.Kind
+	var checked []int // indices of the cases a checker decides
+	hidden := map[string][]byte{}
+	for i, c := range t.Cases.Cases {
+		cmp := t.Cases.Comparator(c)
+		if cmp.Kind != judge.KindChecker {
+			continue
+		}
+		checked = append(checked, i)
+		if _, ok := hidden[cmp.Module]; !ok {
+			data, err := t.HiddenFile(cmp.Module)
+			if err != nil {
+				return nil, err
+			}
+			hidden[cmp.Module] = data
+		}
+		if expectedOutput(kind, c) != nil {
+			f.Expected++
+		}
+	}
+	f.Cases = len(checked)
+	if f.Cases == 0 {
+		return f, nil
+	}
+	run := func(outputs map[int][]byte) (*schema.Verdict, error) {
+		in := &judge.Input{
+			Meta: judge.Meta{Kind: kind, Verdict: schema.Verdict{
+				Schema:     schema.ID,
+				Tier:       schema.TierStrict,
+				Task:       schema.Task{ID: t.Spec.ID, Digest: t.Digest, Kind: kind},
+				Disclosure: schema.DisclosureDetailed,
+			}},
+			Cases:   t.Cases,
+			Hidden:  hidden,
+			Outputs: make([]judge.Output, len(t.Cases.Cases)),
+		}
+		for i, out := range outputs {
+			c := t.Cases.Cases[i]
+			in.Outputs[i] = candidateOutput(kind, c, out)
+			f.Runs++
+		}
+		return judge.Judge(in)
+	}
+
+	// Accept: the expected outputs.
+	outputs := map[int][]byte{}
+	for _, i := range checked {
+		c := t.Cases.Cases[i]
+		if e := expectedOutput(kind, c); e != nil {
+			outputs[i] = e
+		}
+	}
+	if len(outputs) > 0 {
+		v, err := run(outputs)
+		switch {
+		case errors.Is(err, judge.ErrChecker):
+			f.Accept = "the checker failed on an expected output: " + err.Error()
+		case err != nil:
+			return nil, err
+		default:
+			for _, i := range checked {
+				if _, ran := outputs[i]; ran && v.Cases[i].Outcome != schema.OutcomePass {
+					f.Accept = fmt.Sprintf("the checker did not accept the expected output of case %s: %s", v.Cases[i].ID, v.Cases[i].Reason)
+					break
+				}
+			}
+		}
+	}
+
+	// Reject: the corrupted outputs.
+	rejected := make(map[int]bool, len(checked))
+	for _, cr := range corruptions {
+		outputs := map[int][]byte{}
+		for _, i := range checked {
+			c := t.Cases.Cases[i]
+			e := expectedOutput(kind, c)
+			var out []byte
+			if kind == schema.KindFunction {
+				out = cr.function(e)
+			} else {
+				out = cr.command(e)
+			}
+			if e != nil && sameOutput(kind, out, e) {
+				continue // not wrong for this case
+			}
+			outputs[i] = out
+		}
+		if len(outputs) == 0 {
+			continue
+		}
+		v, err := run(outputs)
+		switch {
+		case errors.Is(err, judge.ErrChecker):
+			f.Reject = fmt.Sprintf("the checker failed on a wrong output (%s), an ERROR any candidate could cause: %v", cr.name, err)
+			return f, nil
+		case err != nil:
+			return nil, err
+		}
+		for i := range outputs {
+			if r := v.Cases[i]; r.Outcome == schema.OutcomeFail && r.DecidedBy == judge.KindChecker {
+				rejected[i] = true
+			}
+		}
+	}
+	for _, i := range checked {
+		if !rejected[i] {
+			names := make([]string, len(corruptions))
+			for k, cr := range corruptions {
+				names[k] = cr.name
+			}
+			f.Reject = fmt.Sprintf("the checker accepted every wrong output of case %s (%s)", t.Cases.Cases[i].ID, strings.Join(names, "; "))
+			break
+		}
+	}
+	return f, nil
+}
+
+// expectedOutput is the output a case expects, as a candidate would
+// produce it: the expected value of a function case, the expected
+// standard output of a command case; nil when it has none.
+func expectedOutput(kind schema.TaskKind, c judge.Case) []byte {
+	switch {
+	case kind == schema.KindFunction && len(c.Expected) > 0:
+		return bytes.Clone(c.Expected)
+	case kind == schema.KindCommand && c.ExpectedStdout != nil:
+		return []byte(*c.ExpectedStdout)
+	}
+	return nil
+}
+
+// sameOutput reports whether a made-up output is the expected one.
+func sameOutput(kind schema.TaskKind, out, expected []byte) bool {
+	if kind == schema.KindFunction {
+		return bytes.Equal(bytes.TrimSpace(out), bytes.TrimSpace(expected))
+	}
+	return bytes.Equal(out, expected)
+}
+
+// candidateOutput is what a candidate that produced out would leave for
+// the judge: a function's record of a returned value, or a command's
+// standard output, with the exit status the case expects.
+func candidateOutput(kind schema.TaskKind, c judge.Case, out []byte) judge.Output {
+	o := judge.Output{Result: &judge.RunResult{Exit: schema.ExitExited, ExitCode: c.WantExit()}, Files: map[string]*judge.Blob{}}
+	if kind == schema.KindFunction {
+		o.Files[judge.ValueFile] = &judge.Blob{Data: []byte(`{"ok":true,"value":` + string(out) + `}`)}
+		return o
+	}
+	o.Stdout = &judge.Blob{Data: out}
+	return o
+}
