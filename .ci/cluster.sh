@@ -505,6 +505,20 @@ our_netns() {
   return 0
 }
 
+# our_sandboxes: the IDs of the pod sandboxes containerd made, from its state
+# directory and from the CNI result cache (containerd also caches a result for
+# each sandbox's loopback network, under its own network name).
+our_sandboxes() {
+  local d f
+  for d in "$STATE/containerd/state/io.containerd.grpc.v1.cri/sandboxes"/*; do
+    [ -d "$d" ] && basename "$d"
+  done
+  for f in "$CNI_CACHE/$NETWORK"-*; do
+    [ -f "$f" ] && jq -r '.containerId // empty' "$f" 2>/dev/null
+  done
+  return 0
+}
+
 # mounts_under DIR: mount points under DIR, deepest first.
 mounts_under() {
   awk -v d="$1/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -ru
@@ -513,8 +527,9 @@ mounts_under() {
 down() {
   [ -d "$STATE" ] || { log "nothing to bring down: no $STATE"; return 0; }
   [ -f "$STATE/.strictgrade-cluster" ] || die "$STATE was not made by this script"
-  local netns
+  local netns sandboxes id
   netns=$(our_netns | sort -u)
+  sandboxes=$(our_sandboxes | sort -u)
 
   stop kubelet
   stop scheduler
@@ -523,7 +538,6 @@ down() {
   # Let containerd end its containers and shims, so that the shims remove
   # their sockets; whatever remains is then killed through runc's own state.
   if [ -n "$(pid_of containerd)" ]; then
-    local id
     for id in $(ctr -a "$SOCK" -n k8s.io tasks list -q 2>/dev/null); do
       timeout 20 ctr -a "$SOCK" -n k8s.io tasks delete --force "$id" >/dev/null 2>&1 || true
     done
@@ -551,6 +565,7 @@ down() {
     rm -f "$ns" 2>/dev/null && log "removed network namespace $ns"
   done
   rm -f "$CNI_CACHE/$NETWORK"-*
+  for id in $sandboxes; do rm -f "$CNI_CACHE"/*-"$id"-*; done
   local m
   for m in $(mounts_under "$STATE"); do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
