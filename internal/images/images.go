@@ -96,3 +96,17 @@ func hashJSON(v any) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// Ref returns the reference img's image with the current recipe is tagged
+// with when built here, "strictgrade/NAME:RECIPE12": how a backend that
+// finds no images by recipe (a cluster the images were loaded into) is
+// told which one to run.
+func Ref(ctx context.Context, img Image) (string, error) {
+	recipe, err := img.Recipe(ctx)
+	if err != nil {
+		return "", fmt.Errorf("images: %s recipe: %w", img.Name(), err)
+	}
+	return refFor(img.Name(), recipe), nil
+}
+
+func refFor(name, recipe string) string { return "strictgrade/" + name + ":" + recipe[:12] }
