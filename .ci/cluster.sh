@@ -429,6 +429,7 @@ up() {
     --service-account-signing-key-file="$PKI/service-accounts.key" \
     --kubelet-client-certificate="$PKI/apiserver-kubelet.crt" --kubelet-client-key="$PKI/apiserver-kubelet.key" \
     --kubelet-certificate-authority="$PKI/ca.crt" --kubelet-preferred-address-types=Hostname \
+    --feature-gates=PodLogsQuerySplitStreams=true \
     --profiling=false
   wait_for apiserver "the apiserver to be ready" apiserver_ready
 
