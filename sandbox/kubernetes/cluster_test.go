@@ -289,9 +289,10 @@ func TestAPIServerUnreachable(t *testing.T) {
 // StartTimeout, and is removed.
 func TestUnschedulable(t *testing.T) {
 	cfg, imgs := clusterConfig(t)
-	cfg.NodeName = "strictgrade-no-such-node"
-	cfg.StartTimeout = 5 * time.Second
 	b := newBackend(t, cfg)
+	// After New: its preflight pod must start on a real node.
+	cfg.StartTimeout = 5 * time.Second
+	kubernetes.Retarget(b, "strictgrade-no-such-node", cfg.StartTimeout)
 	run := newRun(t)
 	defer assertNothingLeft(t, b, run)
 	start := time.Now()

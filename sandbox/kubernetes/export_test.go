@@ -1,0 +1,11 @@
+package kubernetes
+
+import "time"
+
+// Retarget binds the pods of later runs to node and gives them startTimeout
+// to start. New runs its preflight pod with the configuration it is given,
+// so a test that wants pods no node will start changes the backend after New.
+func Retarget(b *Backend, node string, startTimeout time.Duration) {
+	b.cfg.NodeName = node
+	b.cfg.StartTimeout = startTimeout
+}
