@@ -90,7 +90,7 @@ func TestKubernetesConforms(t *testing.T) {
 	sandboxtest.Run(t, func(t *testing.T) sandboxtest.Target {
 		cfg, imgs := clusterConfig(t)
 		return sandboxtest.Target{
-			Backend: newBackend(t, cfg), Probe: imgs[0], Shell: imgs[1],
+			Backend: newBackend(t, cfg), Probe: imgs[0], Shell: imgs[1], PodNetwork: true,
 			Lacks: map[string]string{
 				"read-only places":                         "writable volume mounts are ErrUnsupported",
 				"copy in and collect through the firewall": "Spec.Collect is ErrUnsupported",
