@@ -1,42 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
 )
-
-// capBuffer keeps the first max bytes written to it and counts the rest.
-// Write never reports a short write, so a copier keeps draining.
-type capBuffer struct {
-	buf       bytes.Buffer
-	max       int64
-	total     int64
-	truncated bool
-	onOver    func() // called once when the cap is first exceeded
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	c.total += int64(len(p))
-	room := c.max - int64(c.buf.Len())
-	if int64(len(p)) > room {
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
-		if !c.truncated {
-			c.truncated = true
-			if c.onOver != nil {
-				c.onOver()
-			}
-		}
-		return len(p), nil
-	}
-	c.buf.Write(p)
-	return len(p), nil
-}
 
 // demux splits Docker's multiplexed attach stream into stdout and stderr.
 // Unlike stdcopy it never allocates by a frame's declared size: payloads are

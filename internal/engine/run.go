@@ -11,6 +11,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/strictgrade/strictgrade/internal/capbuf"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
 
@@ -157,8 +158,8 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	}
 	// Only standard output, the graded stream, stops the container;
 	// standard error past its cap is drained and dropped.
-	stdout := &capBuffer{max: outCap, onOver: signalOver}
-	stderr := &capBuffer{max: lim.StderrBytes}
+	stdout := &capbuf.Buffer{Max: outCap, OnOver: signalOver}
+	stderr := &capbuf.Buffer{Max: lim.StderrBytes}
 	copyDone := make(chan error, 1)
 	go func() { copyDone <- demux(att.Reader, stdout, stderr, nil) }()
 
@@ -213,8 +214,8 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	res.Stdout, res.StdoutTruncated = stdout.buf.Bytes(), stdout.truncated
-	res.Stderr, res.StderrTruncated = stderr.buf.Bytes(), stderr.truncated
+	res.Stdout, res.StdoutTruncated = stdout.Result()
+	res.Stderr, res.StderrTruncated = stderr.Result()
 
 	final, err := d.cli.ContainerInspect(ctx, id)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/strictgrade/strictgrade/internal/capbuf"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
 
@@ -123,8 +124,8 @@ func (s *Session) Exec(ctx context.Context, e ExecSpec) (*ExecResult, error) {
 			_ = att.CloseWrite()
 		}()
 	}
-	stdout := &capBuffer{max: outCap}
-	stderr := &capBuffer{max: errCap}
+	stdout := &capbuf.Buffer{Max: outCap}
+	stderr := &capbuf.Buffer{Max: errCap}
 	done := make(chan error, 1)
 	go func() { done <- demux(att.Reader, stdout, stderr, nil) }()
 	backstop := time.NewTimer(wall + execGrace)
@@ -145,11 +146,9 @@ func (s *Session) Exec(ctx context.Context, e ExecSpec) (*ExecResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: exec inspect: %w", err)
 	}
-	res := &ExecResult{
-		Code: ins.ExitCode, Exit: ExitExited, Duration: time.Since(start),
-		Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(),
-		StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated,
-	}
+	res := &ExecResult{Code: ins.ExitCode, Exit: ExitExited, Duration: time.Since(start)}
+	res.Stdout, res.StdoutTruncated = stdout.Result()
+	res.Stderr, res.StderrTruncated = stderr.Result()
 	// timeout(1) exits 137 after SIGKILL; 124 when the signal was TERM.
 	if ins.ExitCode == 137 && res.Duration >= wall {
 		res.Exit = ExitTimeout

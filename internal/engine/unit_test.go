@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/strslice"
 
 	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/capbuf"
 	"github.com/strictgrade/strictgrade/internal/streamout"
 )
 
@@ -59,20 +60,6 @@ func TestDemux(t *testing.T) {
 	}
 }
 
-func TestCapBufferNeverShortWrites(t *testing.T) {
-	overs := 0
-	c := &capBuffer{max: 10, onOver: func() { overs++ }}
-	for range 5 {
-		n, err := c.Write([]byte("abcd"))
-		if n != 4 || err != nil {
-			t.Fatalf("Write = %d, %v", n, err)
-		}
-	}
-	if got := c.buf.String(); got != "abcdabcdab" || !c.truncated || c.total != 20 || overs != 1 {
-		t.Fatalf("buf %q truncated %v total %d overs %d", got, c.truncated, c.total, overs)
-	}
-}
-
 func TestDemuxBoundedMemory(t *testing.T) {
 	// 64 MiB through a 1 KiB cap: allocations stay far below the volume.
 	var stream bytes.Buffer
@@ -80,9 +67,9 @@ func TestDemuxBoundedMemory(t *testing.T) {
 	for range 2048 {
 		stream.Write(frame(1, chunk))
 	}
-	out := &capBuffer{max: 1 << 10}
+	var out *capbuf.Buffer
 	allocs := testing.AllocsPerRun(1, func() {
-		out.buf.Reset()
+		out = &capbuf.Buffer{Max: 1 << 10}
 		if err := demux(bytes.NewReader(stream.Bytes()), out, io.Discard, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -90,8 +77,8 @@ func TestDemuxBoundedMemory(t *testing.T) {
 	if allocs > 100 {
 		t.Fatalf("%v allocations for 64 MiB of output", allocs)
 	}
-	if out.buf.Len() != 1<<10 || !out.truncated {
-		t.Fatalf("kept %d bytes, truncated=%v", out.buf.Len(), out.truncated)
+	if kept, cut := out.Result(); len(kept) != 1<<10 || !cut {
+		t.Fatalf("kept %d bytes, truncated=%v", len(kept), cut)
 	}
 }
 

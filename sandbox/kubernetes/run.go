@@ -20,47 +20,13 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/capbuf"
 	"github.com/strictgrade/strictgrade/internal/streamout"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
 
 // logReadTimeout bounds reading a container's logs after it stopped.
 const logReadTimeout = 30 * time.Second
-
-// capBuffer keeps the first max bytes written to it and counts the rest.
-type capBuffer struct {
-	mu        sync.Mutex
-	buf       bytes.Buffer
-	max       int64
-	truncated bool
-	onOver    func()
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	room := c.max - int64(c.buf.Len())
-	if int64(len(p)) > room {
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
-		if !c.truncated {
-			c.truncated = true
-			if c.onOver != nil {
-				c.onOver()
-			}
-		}
-		return len(p), nil
-	}
-	c.buf.Write(p)
-	return len(p), nil
-}
-
-func (c *capBuffer) result() ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return bytes.Clone(c.buf.Bytes()), c.truncated
-}
 
 // prepared is a pod whose loader has its volumes and waits for the go.
 type prepared struct {
@@ -70,7 +36,7 @@ type prepared struct {
 	lim     sandbox.Limits
 	gate    *io.PipeWriter // closing it ends the loader's input
 	stop    context.CancelFunc
-	loadErr *capBuffer
+	loadErr *capbuf.Buffer
 	loadRes chan error
 
 	mu   sync.Mutex
@@ -193,7 +159,7 @@ func (b *Backend) prepare(ctx context.Context, spec sandbox.Spec) (_ *prepared, 
 	gr, gw := io.Pipe()
 	actx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p := &prepared{b: b, name: name, spec: spec, lim: lim, gate: gw, stop: stop,
-		loadErr: &capBuffer{max: 4 << 10}, loadRes: make(chan error, 1)}
+		loadErr: &capbuf.Buffer{Max: 4 << 10}, loadRes: make(chan error, 1)}
 	go func() {
 		defer load.Close()
 		p.loadRes <- b.attach(actx, name, loadContainer, io.MultiReader(load, gr), p.loadErr)
@@ -252,7 +218,7 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	p.gate.Close()
 	started, err := b.waitPod(ctx, name, b.cfg.StartTimeout, "workload started", func(pod *corev1.Pod) (bool, error) {
 		if cs := containerStatus(pod, loadContainer); cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
-			msg, _ := p.loadErr.result()
+			msg, _ := p.loadErr.Result()
 			return true, fmt.Errorf("kubernetes: pod %s: loader failed (%d): %s %s", name, cs.State.Terminated.ExitCode, msg, cs.State.Terminated.Message)
 		}
 		if cs := containerStatus(pod, workContainer); cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil) {
@@ -277,7 +243,7 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 		// Only standard output, the graded stream, stops the pod. The
 		// log holds every byte from the first, so following it from
 		// here misses nothing.
-		watchOut := &capBuffer{max: outCap, onOver: func() {
+		watchOut := &capbuf.Buffer{Max: outCap, OnOver: func() {
 			select {
 			case overflow <- struct{}{}:
 			default:
@@ -338,8 +304,8 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 		return nil, err
 	}
 	res.Duration = time.Since(start)
-	stdout := &capBuffer{max: outCap}
-	stderr := &capBuffer{max: lim.StderrBytes}
+	stdout := &capbuf.Buffer{Max: outCap}
+	stderr := &capbuf.Buffer{Max: lim.StderrBytes}
 	if killedFor != "" {
 		// What was written up to the kill: read before the pod, and
 		// its logs, go.
@@ -352,8 +318,8 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 			return nil, err
 		}
 		res.Exit, res.Code = killedFor, 128+9
-		res.Stdout, res.StdoutTruncated = stdout.result()
-		res.Stderr, res.StderrTruncated = stderr.result()
+		res.Stdout, res.StdoutTruncated = stdout.Result()
+		res.Stderr, res.StderrTruncated = stderr.Result()
 		if spec.StreamOut != nil {
 			res.Stdout = nil
 		}
@@ -367,8 +333,8 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	if err := b.readLogs(ctx, name, stdout, stderr); err != nil {
 		return nil, err
 	}
-	res.Stdout, res.StdoutTruncated = stdout.result()
-	res.Stderr, res.StderrTruncated = stderr.result()
+	res.Stdout, res.StdoutTruncated = stdout.Result()
+	res.Stderr, res.StderrTruncated = stderr.Result()
 	if cs.ImageID != "" {
 		res.ImageID = imageID(cs.ImageID)
 	}
@@ -376,7 +342,7 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	switch {
 	case term.Reason == "OOMKilled":
 		res.Exit = sandbox.ExitOOM
-	case killOnOver && stdout.truncated:
+	case killOnOver && stdout.Truncated():
 		res.Exit = sandbox.ExitOutputLimit
 	default:
 		res.Exit = sandbox.ExitExited
@@ -419,12 +385,12 @@ func collectStream(ctx context.Context, archive []byte, dir string, pol firewall
 
 // readLogs reads both output streams of the work container, each up to
 // one byte past its cap.
-func (b *Backend) readLogs(ctx context.Context, name string, stdout, stderr *capBuffer) error {
+func (b *Backend) readLogs(ctx context.Context, name string, stdout, stderr *capbuf.Buffer) error {
 	lctx, cancel := context.WithTimeout(ctx, logReadTimeout)
 	defer cancel()
 	errs := make(chan error, 2)
-	go func() { errs <- b.readLog(lctx, name, corev1.LogStreamStdout, false, stdout.max+1, stdout) }()
-	go func() { errs <- b.readLog(lctx, name, corev1.LogStreamStderr, false, stderr.max+1, stderr) }()
+	go func() { errs <- b.readLog(lctx, name, corev1.LogStreamStdout, false, stdout.Max+1, stdout) }()
+	go func() { errs <- b.readLog(lctx, name, corev1.LogStreamStderr, false, stderr.Max+1, stderr) }()
 	return errors.Join(<-errs, <-errs)
 }
 
