@@ -217,16 +217,6 @@ func Run(ctx context.Context, eng Engine, req Request) (out *Outputs, err error)
 		}()
 	}()
 	ph := &phase{eng: eng, req: &req, cl: cl}
-	pol := ioPolicy(req.Limits)
-	// The artifacts volume is made while the first case's volumes are.
-	ph.artifacts = startFuture(func() (string, error) {
-		name, err := ph.volume(ctx, "artifacts", req.Artifacts, pol)
-		if err != nil {
-			return "", fmt.Errorf("candidate: load artifacts: %w", err)
-		}
-		return name, nil
-	})
-	defer ph.artifacts.wait()
 	out = &Outputs{Cases: make([]Case, len(req.Cases))}
 	switch req.Kind {
 	case schema.KindFunction:
@@ -251,51 +241,19 @@ func (o *Outputs) Wait() {
 	}
 }
 
-// future is a value computed on its own goroutine.
-type future struct {
-	done chan struct{}
-	val  string
-	err  error
-}
-
-func startFuture(f func() (string, error)) *future {
-	fu := &future{done: make(chan struct{})}
-	go func() {
-		defer close(fu.done)
-		fu.val, fu.err = f()
-	}()
-	return fu
-}
-
-func (f *future) wait() (string, error) {
-	<-f.done
-	return f.val, f.err
-}
-
 // phase is the state of one Run.
 type phase struct {
-	eng       Engine
-	req       *Request
-	cl        *sandbox.Cleanup
-	artifacts *future
+	eng Engine
+	req *Request
+	cl  *sandbox.Cleanup
 }
 
-// volume makes a volume holding archive and registers its removal.
-func (ph *phase) volume(ctx context.Context, purpose string, archive []byte, pol firewall.Policy) (string, error) {
-	name, _, err := ph.eng.NewVolumeWith(ctx, ph.req.Run, purpose, bytes.NewReader(archive), sandbox.CopyInOptions{Policy: pol})
-	ph.cl.Volume(ph.eng, name)
-	return name, err
-}
-
-// spec returns the base spec of a case container, the artifacts mounted.
+// spec returns the base spec of a case container: the artifacts as a
+// read-only tree, laid out before the candidate starts (ADR 0013).
 func (ph *phase) spec() (sandbox.Spec, error) {
-	name, err := ph.artifacts.wait()
-	if err != nil {
-		return sandbox.Spec{}, err
-	}
 	return sandbox.Spec{
 		Run: ph.req.Run, Phase: "candidate", Image: ph.req.Image, Env: env, WorkDir: ArtifactsDir,
-		Mounts: []sandbox.Mount{{Volume: name, Target: ArtifactsDir, ReadOnly: true}},
+		Trees:  []sandbox.Tree{{Dir: ArtifactsDir, Archive: ph.req.Artifacts, Policy: ioPolicy(ph.req.Limits)}},
 		Limits: caseLimits(ph.req.Limits),
 	}, nil
 }
@@ -406,15 +364,11 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 			return err
 		}
 		files := map[string][]byte{"shim.py": shim, "cases.json": spec}
-		inputs, err := ph.volume(ctx, "inputs", tarFiles(files, []string{"cases.json", "shim.py"}), firewall.Policy{})
-		if err != nil {
-			return fmt.Errorf("candidate: prepare inputs: %w", err)
-		}
 		s, err := ph.spec()
 		if err != nil {
 			return err
 		}
-		s.Mounts = append(s.Mounts, sandbox.Mount{Volume: inputs, Target: InputsDir, ReadOnly: true})
+		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputsDir, Archive: tarFiles(files, []string{"cases.json", "shim.py"})})
 		s.Cmd = []string{"python3", "-I", InputsDir + "/shim.py"}
 		// One container for the group: the shim enforces the per-case
 		// limit, the wall clock covers them all plus interpreter start.
@@ -514,15 +468,11 @@ func (ph *phase) data(ctx context.Context, out *Outputs) error {
 	req := ph.req
 	for i, in := range req.Cases {
 		order := slices.Sorted(maps.Keys(in.Files))
-		inputs, err := ph.volume(ctx, "input", tarFiles(in.Files, order), ioPolicy(req.Limits))
-		if err != nil {
-			return fmt.Errorf("candidate: prepare volumes: %w", err)
-		}
 		s, err := ph.spec()
 		if err != nil {
 			return err
 		}
-		s.Mounts = append(s.Mounts, sandbox.Mount{Volume: inputs, Target: InputDir, ReadOnly: true})
+		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputDir, Archive: tarFiles(in.Files, order), Policy: ioPolicy(req.Limits)})
 		s.Cmd = slices.Clone(req.Data.Argv)
 		s.StreamOut = outputQuota(req.Limits)
 		s.CollectPolicy = outputPolicy(req.Limits)

@@ -50,6 +50,10 @@ type Config struct {
 	Signer *attest.Signer
 	// MaxInFlight bounds concurrent grades; default 2.
 	MaxInFlight int
+	// Pool is how many started, never-used sandboxes the default Docker
+	// backend keeps ready per shape (ADR 0013); zero means MaxInFlight,
+	// negative keeps none. Ignored with Backend set.
+	Pool int
 	// RuntimeImage is the image candidates, compat oracles and agents run:
 	// an image ID or a reference the backend holds, best pinned by digest
 	// (repo@sha256:…). By default it is the Python runtime image with the
@@ -113,7 +117,11 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, eng: cfg.Backend, log: log, sem: make(chan struct{}, cfg.MaxInFlight)}
 	if c.eng == nil {
-		b, err := docker.New(ctx, docker.Config{Runtime: cfg.Runtime, Logger: log})
+		pool := cfg.Pool
+		if pool == 0 {
+			pool = cfg.MaxInFlight
+		}
+		b, err := docker.New(ctx, docker.Config{Runtime: cfg.Runtime, Logger: log, Pool: max(pool, 0)})
 		if err != nil {
 			return nil, err
 		}

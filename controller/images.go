@@ -40,7 +40,7 @@ func BuildImages(ctx context.Context, b sandbox.Backend, progress io.Writer) err
 	if !ok {
 		return fmt.Errorf("controller: the %s backend cannot build images", b.Runtime())
 	}
-	for _, img := range []images.Image{images.Python{}, images.Judge()} {
+	for _, img := range []images.Image{images.Python{}, images.Judge(), images.Init()} {
 		if _, err := images.Ensure(ctx, s, img, progress); err != nil {
 			return err
 		}

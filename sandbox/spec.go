@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -148,6 +149,10 @@ type Spec struct {
 	// pipe whose writer has not written yet.
 	Stdin  io.Reader
 	Mounts []Mount
+	// Trees are read-only directories laid out before the workload
+	// starts (see Tree); their content is charged to the sandbox's memory
+	// where the backend keeps them in a tmpfs.
+	Trees  []Tree
 	Limits Limits
 	// Collect lists directories (mount targets or below) copied out after
 	// the workload has exited, each through the firewall under
@@ -249,6 +254,23 @@ func (s Spec) Validate() error {
 			return fmt.Errorf("%w: collect path %q", ErrSpec, c)
 		}
 	}
+	// A tree is a place of its own: it may not overlap /tmp, a mount,
+	// another tree or a collected path.
+	placed := append([]string{"/tmp"}, mountTargets(s.Mounts)...)
+	for _, t := range s.Trees {
+		if !cleanAbs(t.Dir) {
+			return fmt.Errorf("%w: tree directory %q", ErrSpec, t.Dir)
+		}
+		for _, o := range slices.Concat(placed, s.Collect) {
+			if Within(t.Dir, o) || Within(o, t.Dir) {
+				return fmt.Errorf("%w: tree directory %q overlaps %q", ErrSpec, t.Dir, o)
+			}
+		}
+		if err := t.Policy.Validate(); err != nil {
+			return fmt.Errorf("%w: tree %q: %w", ErrSpec, t.Dir, err)
+		}
+		placed = append(placed, t.Dir)
+	}
 	for _, e := range s.Env {
 		if !strings.Contains(e, "=") {
 			return fmt.Errorf("%w: environment entry %q lacks '='", ErrSpec, e)
@@ -264,11 +286,7 @@ func (s Spec) Validate() error {
 	if !cleanAbs(dir) {
 		return fmt.Errorf("%w: stream-out directory %q", ErrSpec, dir)
 	}
-	others := []string{"/tmp"}
-	for _, m := range s.Mounts {
-		others = append(others, m.Target)
-	}
-	others = append(others, s.Collect...)
+	others := slices.Concat([]string{"/tmp"}, mountTargets(s.Mounts), treeDirs(s.Trees), s.Collect)
 	for _, o := range others {
 		if Within(dir, o) || Within(o, dir) {
 			return fmt.Errorf("%w: stream-out directory %q overlaps %q", ErrSpec, dir, o)
@@ -278,6 +296,14 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("%w: %w", ErrSpec, err)
 	}
 	return nil
+}
+
+func mountTargets(ms []Mount) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Target
+	}
+	return out
 }
 
 // cleanAbs reports whether p is an absolute, clean path other than "/".

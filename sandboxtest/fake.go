@@ -500,15 +500,23 @@ func filterOut(ctx context.Context, raw []byte, p string, pol firewall.Policy) (
 
 // Run implements sandbox.Runner.
 func (f *Fake) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
-	b, err := f.newBox(ctx, spec)
+	p, err := f.Prepare(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	return b.run(ctx)
+	return p.Run(ctx)
 }
 
-// Prepare implements sandbox.Preparer.
+// Prepare implements sandbox.Preparer. Trees become read-only volumes
+// (sandbox.PrepareWithTreeVolumes).
 func (f *Fake) Prepare(ctx context.Context, spec sandbox.Spec) (sandbox.Prepared, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	return sandbox.PrepareWithTreeVolumes(ctx, f, spec, f.prepare)
+}
+
+func (f *Fake) prepare(ctx context.Context, spec sandbox.Spec) (sandbox.Prepared, error) {
 	b, err := f.newBox(ctx, spec)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"time"
 )
@@ -76,6 +77,16 @@ func Probe(p *Proc) int {
 			fmt.Fprintln(p.Stdout, "refused:", werr)
 		}
 	case "cat":
+		_, err = io.Copy(p.Stdout, readerOf(p))
+	case "tree":
+		for _, name := range []string{"a.txt", "sub/b.txt"} {
+			data, rerr := p.ReadFile(path.Join(arg(2), name))
+			fmt.Fprintf(p.Stdout, "read %s: %q %v\n", name, data, rerr != nil)
+		}
+		for _, name := range []string{"a.txt", "new.txt", "sub/new.txt"} {
+			werr := p.WriteFile(path.Join(arg(2), name), []byte("x"), 0o644)
+			fmt.Fprintf(p.Stdout, "write %s: refused=%v\n", name, werr != nil)
+		}
 		_, err = io.Copy(p.Stdout, readerOf(p))
 	case "mkspecial":
 		err = mkspecial(p, arg(2), arg(3))

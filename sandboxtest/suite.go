@@ -69,6 +69,9 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		run  func(s *suite, t *testing.T)
 	}{
 		{"profile observed from inside", (*suite).profile},
+		{"profile observed from inside, with trees", (*suite).profileWithTrees},
+		{"trees are laid out read-only", (*suite).trees},
+		{"trees refuse hostile archives", (*suite).treesRefuse},
 		{"exit status", (*suite).exitStatus},
 		{"stdin is streamed", (*suite).stdin},
 		{"wall clock kills", (*suite).wallClock},
@@ -222,9 +225,23 @@ func contents(t *testing.T, archive []byte) map[string]string {
 	}
 }
 
-func (s *suite) profile(t *testing.T) {
+func (s *suite) profile(t *testing.T) { s.observe(t, nil) }
+
+// profileWithTrees observes the profile of a sandbox that was handed
+// trees: however a backend lays them out (the Docker backend starts such a
+// sandbox as root with three capabilities, which its init drops before the
+// workload exists), the workload must see what any other sees.
+func (s *suite) profileWithTrees(t *testing.T) {
+	s.observe(t, []sandbox.Tree{
+		{Dir: "/artifacts", Archive: files("solution.py", "print(1)\n")},
+		{Dir: "/inputs", Archive: files("cases.json", "[]")},
+	})
+}
+
+func (s *suite) observe(t *testing.T, trees []sandbox.Tree) {
 	spec := s.probe("observe")
 	spec.Limits.TmpfsBytes = 8 << 20
+	spec.Trees = trees
 	res := s.mustRun(t, spec)
 	if res.Exit != sandbox.ExitExited || res.Code != 0 {
 		t.Fatalf("observe ended %s (%d): %s", res.Exit, res.Code, res.Stderr)
@@ -339,6 +356,48 @@ func (s *suite) pids(t *testing.T) {
 	var n int
 	if _, err := fmt.Sscanf(string(res.Stdout), "spawned=%d", &n); err != nil || n >= 16 {
 		t.Errorf("fork bomb under 16 pids: %s %q", res.Exit, res.Stdout)
+	}
+}
+
+// trees checks that a tree is there before the workload starts, with its
+// content, owned by someone else and writable by nobody the workload is or
+// can become, that standard input still reaches the workload after the
+// trees, and that the next sandbox of the same spec starts afresh.
+func (s *suite) trees(t *testing.T) {
+	want := "read a.txt: \"alpha\" false\nread sub/b.txt: \"beta\" false\n" +
+		"write a.txt: refused=true\nwrite new.txt: refused=true\nwrite sub/new.txt: refused=true\nfrom stdin\n"
+	archive := files("a.txt", "alpha", "sub/b.txt", "beta")
+	for i := range 3 {
+		spec := s.probe("tree", "/t")
+		spec.Trees = []sandbox.Tree{{Dir: "/t", Archive: archive}}
+		spec.Stdin = strings.NewReader("from stdin\n")
+		res := s.mustRun(t, spec)
+		if res.Exit != sandbox.ExitExited || res.Code != 0 || string(res.Stdout) != want {
+			t.Errorf("run %d: %s (%d)\nstdout %q\nwant   %q\nstderr %q", i, res.Exit, res.Code, res.Stdout, want, res.Stderr)
+		}
+		if len(res.Stderr) != 0 {
+			t.Errorf("run %d: stderr %q, want nothing (the init's words are not the workload's)", i, res.Stderr)
+		}
+	}
+}
+
+// treesRefuse checks that a tree whose archive the firewall refuses is a
+// spec error before anything runs, and leaves nothing.
+func (s *suite) treesRefuse(t *testing.T) {
+	var tw bytes.Buffer
+	w := tar.NewWriter(&tw)
+	_ = w.WriteHeader(&tar.Header{Name: "../escape", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+	_, _ = w.Write([]byte("x"))
+	_ = w.Close()
+	spec := s.probe("observe")
+	spec.Trees = []sandbox.Tree{{Dir: "/t", Archive: tw.Bytes()}}
+	if res, err := s.Backend.Run(t.Context(), spec); err == nil {
+		t.Fatalf("a tree with ../escape ran: %+v", res)
+	}
+	bad := s.probe("observe")
+	bad.Trees = []sandbox.Tree{{Dir: "/tmp/t", Archive: files("a", "b")}}
+	if _, err := s.Backend.Run(t.Context(), bad); !errors.Is(err, sandbox.ErrSpec) {
+		t.Errorf("a tree inside /tmp: %v, want ErrSpec", err)
 	}
 }
 

@@ -30,7 +30,21 @@ type Config struct {
 	CleanupTimeout time.Duration
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+	// InitImage is the image holding sginit (images.Init). With it, a
+	// spec's trees travel on the sandbox's standard input and sginit lays
+	// them out (ADR 0013); without it they become read-only volumes.
+	InitImage string
+	// Pool is how many started, never-used sandboxes to keep ready per
+	// shape of spec (image, limits, trees' places, environment …) for
+	// specs that go through sginit; zero keeps none.
+	Pool int
+	// PoolMaxIdle is how long a pooled sandbox may wait before it is
+	// discarded unused; zero means DefaultPoolMaxIdle.
+	PoolMaxIdle time.Duration
 }
+
+// DefaultPoolMaxIdle is the default of Config.PoolMaxIdle.
+const DefaultPoolMaxIdle = 2 * time.Minute
 
 // Docker is the Engine backed by a Docker daemon.
 type Docker struct {
@@ -40,6 +54,12 @@ type Docker struct {
 	info    PreflightInfo
 	loaderM sync.Mutex
 	loader  string // image ID of the loader image, once made
+	// poolRun labels what the backend makes for itself rather than for a
+	// run: the sginit volume and pooled sandboxes.
+	poolRun string
+	initM   sync.Mutex
+	initVol string // the sginit volume, once made
+	pool    *pool
 }
 
 var _ Engine = (*Docker)(nil)
@@ -69,16 +89,34 @@ func NewDocker(ctx context.Context, cfg Config) (*Docker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: docker client: %w", err)
 	}
-	d := &Docker{cli: cli, cfg: cfg, log: log}
+	if cfg.PoolMaxIdle <= 0 {
+		cfg.PoolMaxIdle = DefaultPoolMaxIdle
+	}
+	d := &Docker{cli: cli, cfg: cfg, log: log, poolRun: "pool-" + randomSuffix()}
 	if err := d.preflight(ctx); err != nil {
 		cli.Close()
 		return nil, err
 	}
+	d.pool = newPool(d)
 	return d, nil
 }
 
-// Close releases the client's connections.
-func (d *Docker) Close() error { return d.cli.Close() }
+// Close drains the pool, removes the sginit volume and releases the
+// client's connections.
+func (d *Docker) Close() error {
+	ctx, cancel := d.cleanupCtx(context.Background())
+	defer cancel()
+	d.pool.close(ctx)
+	d.initM.Lock()
+	vol := d.initVol
+	d.initVol = ""
+	d.initM.Unlock()
+	var err error
+	if vol != "" {
+		err = d.RemoveVolume(ctx, vol)
+	}
+	return errors.Join(err, d.cli.Close())
+}
 
 // Info returns what the preflight found.
 func (d *Docker) Info() PreflightInfo { return d.info }
@@ -205,7 +243,7 @@ func (d *Docker) removeContainer(ctx context.Context, id string) {
 // create makes a container with the given configuration under a fresh name,
 // treats any daemon warning as fatal, and asserts the profile by inspect.
 // When it returns a non-empty id the caller owns its removal, also on error.
-func (d *Docker) create(ctx context.Context, name string, cfg *container.Config, hc *container.HostConfig) (string, container.InspectResponse, error) {
+func (d *Docker) createContainer(ctx context.Context, name string, cfg *container.Config, hc *container.HostConfig) (string, container.InspectResponse, error) {
 	// The create call itself is not interrupted by ctx: a request cut
 	// off mid-flight can leave a container the client never heard of.
 	// Cancellation is honoured right after it instead.

@@ -9,6 +9,7 @@ type (
 	Limits        = sandbox.Limits
 	Spec          = sandbox.Spec
 	StreamOut     = sandbox.StreamOut
+	Tree          = sandbox.Tree
 	ExitKind      = sandbox.ExitKind
 	Result        = sandbox.Result
 	Collected     = sandbox.Collected

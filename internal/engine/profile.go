@@ -143,8 +143,23 @@ func assertApplied(got container.InspectResponse, wantCfg *container.Config, wan
 	if h == nil || c == nil {
 		return fmt.Errorf("%w: inspect returned no configuration", ErrProfile)
 	}
-	if c.User != SandboxUser {
+	// Under sginit (ADR 0013) the container starts as root with exactly
+	// initCaps and sginit as its entrypoint, which drops them before the
+	// workload exists; any other container runs as the sandbox user with
+	// nothing added.
+	initMode := wantCfg.User == initUser
+	switch {
+	case initMode:
+		if c.User != initUser || len(c.Entrypoint) == 0 || c.Entrypoint[0] != initPath {
+			bad("user %q with entrypoint %v", c.User, c.Entrypoint)
+		}
+		if got := slices.Sorted(slices.Values(h.CapAdd)); !slices.Equal(got, initCaps) {
+			bad("capabilities added: %v", h.CapAdd)
+		}
+	case c.User != SandboxUser:
 		bad("user %q", c.User)
+	case len(h.CapAdd) != 0:
+		bad("capabilities added: %v", h.CapAdd)
 	}
 	if !c.NetworkDisabled {
 		bad("network not disabled")
@@ -164,9 +179,6 @@ func assertApplied(got container.InspectResponse, wantCfg *container.Config, wan
 	}
 	if h.Privileged {
 		bad("privileged")
-	}
-	if len(h.CapAdd) != 0 {
-		bad("capabilities added: %v", h.CapAdd)
 	}
 	if !slices.Equal([]string(h.CapDrop), []string{"ALL"}) {
 		bad("capabilities dropped: %v", h.CapDrop)

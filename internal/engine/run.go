@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,9 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/strictgrade/strictgrade/internal/capbuf"
+	"github.com/strictgrade/strictgrade/internal/initproto"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
 
@@ -20,8 +23,8 @@ import (
 const drainTimeout = 15 * time.Second
 
 // Prepared is a hardened container that has been created, and its profile
-// checked, but not started: a phase can be made ready while another runs.
-// Run it once, or Remove it; both remove the container.
+// checked, but not given its work: a phase can be made ready while another
+// runs. Run it once, or Close it; both remove the container.
 type Prepared struct {
 	d       *Docker
 	id      string
@@ -31,8 +34,50 @@ type Prepared struct {
 	// streamVol is the host tmpfs volume that holds StreamOut.Dir under
 	// gVisor; removed with the container.
 	streamVol string
+	// initMode: the container runs sginit, which takes the frame (the
+	// command and the trees) on standard input (ADR 0013).
+	initMode bool
+	// armed is set once the container is attached and started; a pooled
+	// container is armed before anyone asks for it.
+	armed *armed
+	// created is when the container was made; the pool discards one that
+	// waited too long.
+	created time.Time
+	// dropTrees removes the volumes that stand in for trees when the
+	// backend has no sginit; nil otherwise.
+	dropTrees func(context.Context)
 	mu        sync.Mutex
 	used      bool
+}
+
+// armed is a started container's streams and its exit, watched from the
+// moment before it started.
+type armed struct {
+	att      types.HijackedResponse
+	stopWait context.CancelFunc
+	exitC    chan container.WaitResponse // at most one value
+	errC     chan error                  // at most one value
+	gone     chan struct{}               // closed when either has arrived
+	stdout   *capbuf.Buffer
+	stderr   *capbuf.Buffer
+	overflow chan struct{}
+	copyDone chan error
+}
+
+// exited reports whether the container has already ended.
+func (a *armed) exited() bool {
+	select {
+	case <-a.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// release closes the streams and stops watching.
+func (a *armed) release() {
+	a.stopWait()
+	a.att.Close()
 }
 
 // stdoutCap returns the cap of the attach stream's standard output and
@@ -46,8 +91,12 @@ func (p *Prepared) stdoutCap() (int64, bool) {
 	return p.lim.StdoutBytes, p.lim.KillOnOutputLimit
 }
 
+// withStdin reports whether the container's standard input is attached.
+func (p *Prepared) withStdin() bool { return p.initMode || p.spec.Stdin != nil }
+
 // Prepare implements sandbox.Preparer: it creates the container for spec,
-// and checks its profile, without starting it.
+// and checks its profile, without giving it its work. A spec with trees
+// may be served by a pooled container, already started and waiting.
 func (d *Docker) Prepare(ctx context.Context, spec Spec) (sandbox.Prepared, error) {
 	p, err := d.prepare(ctx, spec)
 	if err != nil {
@@ -56,13 +105,15 @@ func (d *Docker) Prepare(ctx context.Context, spec Spec) (sandbox.Prepared, erro
 	return p, nil
 }
 
-func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
+// resolve validates spec and fills in what the backend decides: limits,
+// the runtime, StreamOut's caps.
+func (d *Docker) resolve(spec Spec) (Spec, Limits, error) {
 	if err := spec.Validate(); err != nil {
-		return nil, err
+		return Spec{}, Limits{}, err
 	}
 	lim, err := spec.Limits.Resolve()
 	if err != nil {
-		return nil, err
+		return Spec{}, Limits{}, err
 	}
 	if spec.Runtime == "" {
 		// The resolved name, so that the profile knows the runtime
@@ -72,9 +123,53 @@ func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	if spec.StreamOut != nil {
 		so, err := spec.StreamOut.Resolve()
 		if err != nil {
-			return nil, err
+			return Spec{}, Limits{}, err
 		}
 		spec.StreamOut = &so
+	}
+	return spec, lim, nil
+}
+
+func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
+	spec, lim, err := d.resolve(spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(spec.Trees) > 0 && !d.usesInit(spec) {
+		vspec, drop, err := sandbox.TreeVolumes(ctx, d, spec)
+		if err != nil {
+			drop(ctx)
+			return nil, err
+		}
+		p, err := d.create(ctx, vspec, lim)
+		if err != nil {
+			drop(ctx)
+			return nil, err
+		}
+		p.dropTrees = drop
+		return p, nil
+	}
+	if len(spec.Trees) > 0 {
+		if spec, err = treesThroughFirewall(ctx, spec); err != nil {
+			return nil, err
+		}
+		if p := d.pool.take(spec, lim); p != nil {
+			return p, nil
+		}
+	}
+	return d.create(ctx, spec, lim)
+}
+
+// create makes the container for a resolved spec.
+func (d *Docker) create(ctx context.Context, spec Spec, lim Limits) (*Prepared, error) {
+	initMode := d.usesInit(spec)
+	var vol string
+	if initMode {
+		v, err := d.initVolume(ctx)
+		if err != nil {
+			return nil, err
+		}
+		vol = v
 	}
 	var streamVol string
 	if spec.StreamOut != nil && userSpaceKernel(spec.Runtime) {
@@ -86,7 +181,11 @@ func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		spec.Mounts = append(slices.Clone(spec.Mounts), Mount{Volume: v, Target: spec.StreamOut.Dir})
 	}
 	cfg, hc := hardened(spec, lim, spec.Stdin != nil)
-	id, ins, err := d.create(ctx, objectName(spec.Run, spec.Phase), cfg, hc)
+	if initMode {
+		withInit(cfg, hc, spec, lim, vol, d.cfg.PoolMaxIdle+time.Minute)
+	}
+	created := time.Now()
+	id, ins, err := d.createContainer(ctx, objectName(spec.Run, spec.Phase), cfg, hc)
 	if err != nil {
 		if id != "" {
 			d.removeContainer(ctx, id)
@@ -94,7 +193,7 @@ func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		d.removeStreamVolume(ctx, streamVol)
 		return nil, err
 	}
-	return &Prepared{d: d, id: id, imageID: ins.Image, spec: spec, lim: lim, streamVol: streamVol}, nil
+	return &Prepared{d: d, id: id, imageID: ins.Image, spec: spec, lim: lim, streamVol: streamVol, initMode: initMode, created: created}, nil
 }
 
 // Close removes the container if Run has not; it is safe to call more
@@ -104,8 +203,22 @@ func (p *Prepared) Close(ctx context.Context) {
 	defer p.mu.Unlock()
 	if !p.used {
 		p.used = true
-		p.d.removeContainer(ctx, p.id)
-		p.d.removeStreamVolume(ctx, p.streamVol)
+		p.remove(ctx)
+	}
+}
+
+// remove removes the container and what stands beside it: its stream-out
+// volume, its tree volumes, its streams.
+func (p *Prepared) remove(ctx context.Context) {
+	if p.armed != nil {
+		p.armed.release()
+	}
+	p.d.removeContainer(ctx, p.id)
+	p.d.removeStreamVolume(ctx, p.streamVol)
+	if p.dropTrees != nil {
+		cctx, cancel := p.d.cleanupCtx(ctx)
+		defer cancel()
+		p.dropTrees(cctx)
 	}
 }
 
@@ -118,10 +231,61 @@ func (d *Docker) Run(ctx context.Context, spec Spec) (*Result, error) {
 	return p.Run(ctx)
 }
 
-// Run starts the prepared container, waits for it under its limits,
-// collects the requested paths and removes it. Order matters: attach and
-// wait are registered before start, so neither the first bytes nor a fast
-// exit can be missed.
+// arm attaches to the container, starts watching for its exit and starts
+// it. Order matters: attach and wait are registered before start, so
+// neither the first bytes nor a fast exit can be missed. ctx bounds the
+// calls; the watch lasts until release.
+func (p *Prepared) arm(ctx context.Context) (*armed, error) {
+	d, id := p.d, p.id
+	att, err := d.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: p.withStdin(), Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("engine: attach: %w", err)
+	}
+	waitCtx, stopWait := context.WithCancel(context.WithoutCancel(ctx))
+	a := &armed{
+		att: att, stopWait: stopWait,
+		exitC: make(chan container.WaitResponse, 1), errC: make(chan error, 1), gone: make(chan struct{}),
+		overflow: make(chan struct{}, 1), copyDone: make(chan error, 1),
+	}
+	waitC, werrC := d.cli.ContainerWait(waitCtx, id, container.WaitConditionNextExit)
+	go func() {
+		select {
+		case st := <-waitC:
+			a.exitC <- st
+		case err := <-werrC:
+			a.errC <- err
+		}
+		close(a.gone)
+	}()
+	outCap, killOnOver := p.stdoutCap()
+	signalOver := func() {
+		if killOnOver {
+			select {
+			case a.overflow <- struct{}{}:
+			default:
+			}
+		}
+	}
+	// Only standard output, the graded stream, stops the container;
+	// standard error past its cap is drained and dropped. Under sginit it
+	// also carries the ready line first.
+	errCap := p.lim.StderrBytes
+	if p.initMode {
+		errCap += int64(len(initproto.Ready))
+	}
+	a.stdout = &capbuf.Buffer{Max: outCap, OnOver: signalOver}
+	a.stderr = &capbuf.Buffer{Max: errCap}
+	go func() { a.copyDone <- demux(att.Reader, a.stdout, a.stderr, nil) }()
+	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		a.release()
+		return nil, fmt.Errorf("engine: start: %w", err)
+	}
+	return a, nil
+}
+
+// Run gives the prepared container its work, waits for it under its
+// limits, collects the requested paths and removes it. The wall-clock
+// limit counts from here, not from the container's start.
 func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	p.mu.Lock()
 	if p.used {
@@ -130,47 +294,34 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	}
 	p.used = true
 	p.mu.Unlock()
-	d, id, spec, lim := p.d, p.id, p.spec, p.lim
-	withStdin := spec.Stdin != nil
-	// Deferred first, so run last: the volume after its container.
-	defer d.removeStreamVolume(ctx, p.streamVol)
-	defer d.removeContainer(ctx, id)
-	res := &Result{ID: id, ImageID: p.imageID}
-
-	att, err := d.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: withStdin, Stdout: true, Stderr: true})
-	if err != nil {
-		return nil, fmt.Errorf("engine: attach: %w", err)
-	}
-	defer att.Close()
-	waitCtx, stopWait := context.WithCancel(ctx)
-	defer stopWait()
-	waitC, errC := d.cli.ContainerWait(waitCtx, id, container.WaitConditionNextExit)
-
-	outCap, killOnOver := p.stdoutCap()
-	overflow := make(chan struct{}, 1)
-	signalOver := func() {
-		if killOnOver {
-			select {
-			case overflow <- struct{}{}:
-			default:
-			}
+	defer p.remove(ctx)
+	if p.armed == nil {
+		a, err := p.arm(ctx)
+		if err != nil {
+			return nil, err
 		}
+		p.armed = a
 	}
-	// Only standard output, the graded stream, stops the container;
-	// standard error past its cap is drained and dropped.
-	stdout := &capbuf.Buffer{Max: outCap, OnOver: signalOver}
-	stderr := &capbuf.Buffer{Max: lim.StderrBytes}
-	copyDone := make(chan error, 1)
-	go func() { copyDone <- demux(att.Reader, stdout, stderr, nil) }()
+	return p.drive(ctx)
+}
 
+// drive feeds the armed container, waits for its end and reads its result.
+func (p *Prepared) drive(ctx context.Context) (*Result, error) {
+	d, id, spec, lim, a := p.d, p.id, p.spec, p.lim, p.armed
+	res := &Result{ID: id, ImageID: p.imageID}
 	start := time.Now()
-	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return nil, fmt.Errorf("engine: start: %w", err)
-	}
-	if withStdin {
+	if p.withStdin() {
 		go func() {
-			_, _ = io.Copy(att.Conn, spec.Stdin)
-			_ = att.CloseWrite()
+			if p.initMode {
+				if err := initproto.Write(a.att.Conn, initArgv(spec), initTrees(spec)); err != nil {
+					_ = a.att.CloseWrite()
+					return
+				}
+			}
+			if spec.Stdin != nil {
+				_, _ = io.Copy(a.att.Conn, spec.Stdin)
+			}
+			_ = a.att.CloseWrite()
 		}()
 	}
 
@@ -179,23 +330,24 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	var killedFor ExitKind
 	var status container.WaitResponse
 	select {
-	case status = <-waitC:
-	case err := <-errC:
+	case status = <-a.exitC:
+	case err := <-a.errC:
 		return nil, fmt.Errorf("engine: wait: %w", err)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-timer.C:
 		// An exit that raced the timer is an exit, not a timeout.
 		select {
-		case status = <-waitC:
+		case status = <-a.exitC:
 		default:
 			killedFor = ExitTimeout
 		}
-	case <-overflow:
+	case <-a.overflow:
 		killedFor = ExitOutputLimit
 	}
 	if killedFor != "" {
-		if status, err = d.kill(ctx, id, waitC, errC); err != nil {
+		var err error
+		if status, err = d.kill(ctx, id, a.exitC, a.errC); err != nil {
 			return nil, err
 		}
 	}
@@ -205,7 +357,7 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	}
 
 	select {
-	case err := <-copyDone:
+	case err := <-a.copyDone:
 		if err != nil {
 			return nil, fmt.Errorf("engine: output stream: %w", err)
 		}
@@ -214,8 +366,8 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	res.Stdout, res.StdoutTruncated = stdout.Result()
-	res.Stderr, res.StderrTruncated = stderr.Result()
+	res.Stdout, res.StdoutTruncated = a.stdout.Result()
+	res.Stderr, res.StderrTruncated = a.stderr.Result()
 
 	final, err := d.cli.ContainerInspect(ctx, id)
 	if err != nil {
@@ -230,6 +382,23 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("engine: container %.12s was %s from outside while it ran", id, final.State.Status)
 	}
 	res.Code = final.State.ExitCode
+	if p.initMode {
+		// Only sginit writes before the ready line, and the workload
+		// exists only after it: without it the workload never ran, and
+		// what is there is sginit's own account, not the workload's.
+		rest, ok := bytes.CutPrefix(res.Stderr, []byte(initproto.Ready))
+		switch {
+		case ok:
+			res.Stderr = rest
+		case killedFor == ExitTimeout || final.State.OOMKilled:
+			// The trees did not fit the limits (their size may be the
+			// workload's, as a submission's artifacts are): the
+			// sandbox's limit decided, as it would have later.
+			res.Stderr, res.StderrTruncated = nil, false
+		default:
+			return nil, fmt.Errorf("engine: sginit did not start the workload (exit %d): %s", res.Code, bytes.TrimSpace(res.Stderr))
+		}
+	}
 	switch {
 	case killedFor == ExitTimeout:
 		res.Exit = ExitTimeout

@@ -46,7 +46,7 @@ func (d *Docker) createLoader(ctx context.Context, run, vol string) (string, err
 	// The one place where the image's directory is copied onto the volume:
 	// it gives a fresh volume's root to the sandbox user.
 	hc.Mounts[0].VolumeOptions.NoCopy = false
-	id, _, err := d.create(ctx, objectName(run, "loader"), cfg, hc)
+	id, _, err := d.createContainer(ctx, objectName(run, "loader"), cfg, hc)
 	return id, err
 }
 

@@ -12,7 +12,18 @@ func Probe() GoBinaries {
 
 // All returns every image strictgrade uses, in build order.
 func All() []Image {
-	return []Image{Probe(), Judge(), Python{}}
+	return []Image{Probe(), Judge(), Init(), Python{}}
+}
+
+// initPackage is sginit, the trusted init that lays out a sandbox's trees
+// from its standard input (ADR 0013).
+const initPackage = "github.com/strictgrade/strictgrade/internal/sginit"
+
+// Init is the image that carries sginit: the binary on scratch, never run
+// as an image of its own. The Docker backend copies it into a read-only
+// volume that its sandboxes mount.
+func Init() GoBinaries {
+	return GoBinaries{ImageName: "init", Packages: []string{initPackage}, Source: initSource}
 }
 
 // judgePackage is the judge program.

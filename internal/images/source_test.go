@@ -16,18 +16,22 @@ import (
 	"github.com/strictgrade/strictgrade/internal/engine"
 )
 
-var update = flag.Bool("update", false, "rewrite judge_source.go from the source")
+var update = flag.Bool("update", false, "rewrite sources.go from the source")
 
-// TestJudgeSourceRecorded checks that the judge's recorded source hash is
-// that of the source tree, so that resolving the judge by recipe needs no
-// toolchain and still names what Build would produce. go generate
-// ./internal/images rewrites it.
+// TestJudgeSourceRecorded checks that the recorded source hashes of the
+// judge and of sginit are those of the source tree, so that resolving
+// their images by recipe needs no toolchain and still names what Build
+// would produce. go generate ./internal/images rewrites them.
 func TestJudgeSourceRecorded(t *testing.T) {
 	mod, err := moduleDir(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := sourceHash(t.Context(), mod, []string{judgePackage})
+	judge, err := sourceHash(t.Context(), mod, []string{judgePackage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	init, err := sourceHash(t.Context(), mod, []string{initPackage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,17 +40,24 @@ func TestJudgeSourceRecorded(t *testing.T) {
 
 package images
 
-// judgeSource is the source hash of the judge binary (sourceHash of
-// judgePackage), checked against the source by TestJudgeSourceRecorded.
-const judgeSource = %q
-`, got)
-		if err := os.WriteFile("judge_source.go", []byte(src), 0o644); err != nil {
+// Source hashes of the programs in the judge and init images (sourceHash
+// of judgePackage and of initPackage), checked against the source by
+// TestJudgeSourceRecorded.
+const (
+	judgeSource = %q
+	initSource  = %q
+)
+`, judge, init)
+		if err := os.WriteFile("sources.go", []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	if got != judgeSource {
-		t.Errorf("judge source hash is %s, recorded %s: run go generate ./internal/images", got, judgeSource)
+	if judge != judgeSource {
+		t.Errorf("judge source hash is %s, recorded %s: run go generate ./internal/images", judge, judgeSource)
+	}
+	if init != initSource {
+		t.Errorf("sginit source hash is %s, recorded %s: run go generate ./internal/images", init, initSource)
 	}
 }
 
@@ -54,7 +65,7 @@ const judgeSource = %q
 // controller uses with no go command on PATH.
 func TestRecipesNeedNoToolchain(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	for _, img := range []Image{Judge(), Python{}} {
+	for _, img := range []Image{Judge(), Init(), Python{}} {
 		t.Run(img.Name(), func(t *testing.T) {
 			r, err := img.Recipe(t.Context())
 			if err != nil {

@@ -84,6 +84,18 @@ func main() {
 		}
 	case "cat":
 		_, err = io.Copy(os.Stdout, os.Stdin)
+	case "tree":
+		// What a workload can do to a tree it was handed: read it, and
+		// (it must not) change it. sandboxtest's fake probe says the same.
+		for _, name := range []string{"a.txt", "sub/b.txt"} {
+			data, rerr := os.ReadFile(filepath.Join(arg, name))
+			fmt.Printf("read %s: %q %v\n", name, data, rerr != nil)
+		}
+		for _, name := range []string{"a.txt", "new.txt", "sub/new.txt"} {
+			werr := os.WriteFile(filepath.Join(arg, name), []byte("x"), 0o644)
+			fmt.Printf("write %s: refused=%v\n", name, werr != nil)
+		}
+		_, err = io.Copy(os.Stdout, os.Stdin)
 	case "mkspecial":
 		if len(os.Args) < 4 {
 			err = errors.New("usage: mkspecial DIR symlink|hardlink|fifo")

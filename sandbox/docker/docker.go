@@ -9,10 +9,13 @@ package docker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/internal/images"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
 
@@ -25,15 +28,47 @@ type Config struct {
 	CleanupTimeout time.Duration
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+	// InitImage names the image holding sginit, the trusted init that
+	// lays a spec's trees out from the sandbox's standard input (ADR
+	// 0013). Empty finds the one this build expects by its recipe (built
+	// by `strictgrade images build`); when it is missing, or with "none",
+	// trees become read-only volumes instead: slower, equally strict.
+	InitImage string
+	// Pool is how many started, never-used sandboxes the backend keeps
+	// ready per shape of spec, for specs with trees under sginit; zero
+	// keeps none. A pooled sandbox is used once or discarded.
+	Pool int
+	// PoolMaxIdle is how long a pooled sandbox may wait before it is
+	// discarded unused; zero means two minutes.
+	PoolMaxIdle time.Duration
 }
 
 // New connects to the Docker daemon and runs the preflight: seccomp, the
 // memory, swap and pids controllers and the runtime must be there, or the
 // error wraps sandbox.ErrPreflight. Close the backend when done.
 func New(ctx context.Context, cfg Config) (sandbox.Backend, error) {
-	d, err := engine.NewDocker(ctx, engine.Config{Runtime: cfg.Runtime, CleanupTimeout: cfg.CleanupTimeout, Logger: cfg.Logger})
+	d, err := engine.NewDocker(ctx, engine.Config{
+		Runtime: cfg.Runtime, CleanupTimeout: cfg.CleanupTimeout, Logger: cfg.Logger,
+		Pool: cfg.Pool, PoolMaxIdle: cfg.PoolMaxIdle,
+	})
 	if err != nil {
 		return nil, err
 	}
+	var id string
+	switch cfg.InitImage {
+	case "none":
+	case "":
+		id, err = images.Resolve(ctx, d, images.Init())
+		if errors.Is(err, images.ErrMissing) {
+			id, err = "", nil
+		}
+	default:
+		id, err = d.ImageID(ctx, cfg.InitImage)
+	}
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("docker: init image: %w", err)
+	}
+	d.UseInit(id)
 	return d, nil
 }

@@ -26,22 +26,37 @@ var suiteImages = sync.OnceValues(func() ([2]string, error) {
 	if err != nil {
 		return [2]string{}, err
 	}
+	// The backend finds sginit's image by recipe, as a controller does.
+	if _, err := images.Ensure(ctx, d, images.Init(), os.Stderr); err != nil {
+		return [2]string{}, err
+	}
 	python, err := images.Ensure(ctx, d, images.Python{}, os.Stderr)
 	return [2]string{probe, python}, err
 })
 
 // TestDockerConforms runs the conformance suite against the Docker daemon
 // named by the environment, with the OCI runtime $STRICTGRADE_RUNTIME names
-// (the daemon's default when unset). Without a daemon, or with a runtime the
-// daemon lacks, it fails: it never skips.
+// (the daemon's default when unset), configured as a controller uses it:
+// trees through sginit and a pool of started sandboxes. Without a daemon,
+// or with a runtime the daemon lacks, it fails: it never skips.
 func TestDockerConforms(t *testing.T) {
-	runtime := os.Getenv("STRICTGRADE_RUNTIME")
+	conforms(t, docker.Config{Pool: 2})
+}
+
+// TestDockerConformsWithoutInit runs the suite with trees laid out as
+// read-only volumes, the path of a backend without sginit's image.
+func TestDockerConformsWithoutInit(t *testing.T) {
+	conforms(t, docker.Config{InitImage: "none"})
+}
+
+func conforms(t *testing.T, cfg docker.Config) {
+	cfg.Runtime = os.Getenv("STRICTGRADE_RUNTIME")
 	sandboxtest.Run(t, func(t *testing.T) sandboxtest.Target {
 		imgs, err := suiteImages()
 		if err != nil {
 			t.Fatalf("the Docker conformance run needs a daemon and strictgrade's images: %v", err)
 		}
-		b, err := docker.New(t.Context(), docker.Config{Runtime: runtime})
+		b, err := docker.New(t.Context(), cfg)
 		if err != nil {
 			t.Fatalf("the Docker conformance run needs a daemon: %v", err)
 		}

@@ -93,11 +93,18 @@ func (b *Backend) check(spec *sandbox.Spec) (sandbox.Limits, error) {
 // Prepare implements sandbox.Preparer: the pod is created, scheduled and
 // its loader started and given the volumes; the workload starts with Run.
 func (b *Backend) Prepare(ctx context.Context, spec sandbox.Spec) (sandbox.Prepared, error) {
-	p, err := b.prepare(ctx, spec)
-	if err != nil {
+	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	return p, nil
+	// Trees become controller-side read-only volumes, laid out by the
+	// pod's init container like every other volume.
+	return sandbox.PrepareWithTreeVolumes(ctx, b, spec, func(ctx context.Context, spec sandbox.Spec) (sandbox.Prepared, error) {
+		p, err := b.prepare(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	})
 }
 
 func (b *Backend) prepare(ctx context.Context, spec sandbox.Spec) (_ *prepared, err error) {
@@ -181,7 +188,7 @@ func (p *prepared) Close(ctx context.Context) {
 
 // Run implements sandbox.Runner: Prepare, then run.
 func (b *Backend) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
-	p, err := b.prepare(ctx, spec)
+	p, err := b.Prepare(ctx, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+)
+
+// maxShapes bounds how many shapes of spec the pool keeps sandboxes for;
+// the least recently asked one is drained to make room.
+const maxShapes = 8
+
+// pool keeps started, never-used sandboxes for specs that go through
+// sginit, a few per shape (everything of a spec but its run, command,
+// standard input and trees' content: what the container's configuration
+// is made of). A sandbox leaves the pool once, to be used or discarded;
+// nothing is ever put back (ADR 0013).
+type pool struct {
+	d      *Docker
+	ctx    context.Context // for the fillers' calls; cancelled by close
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	shapes map[string]*shape
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// shape is the pooled sandboxes of one shape.
+type shape struct {
+	spec    Spec // the shape itself: run poolRun, no command, no input
+	lim     Limits
+	ready   []*Prepared // started and waiting, oldest first
+	filling bool
+	asked   time.Time
+}
+
+func newPool(d *Docker) *pool {
+	ctx, cancel := context.WithCancel(context.Background())
+	pl := &pool{d: d, ctx: ctx, cancel: cancel, shapes: map[string]*shape{}}
+	if d.cfg.Pool > 0 {
+		pl.wg.Add(1)
+		go pl.janitor()
+	}
+	return pl
+}
+
+// shapeOf returns the shape of a resolved spec with trees, and its key:
+// the hash of the configuration a container of that shape gets.
+func (pl *pool) shapeOf(spec Spec, lim Limits) (Spec, string) {
+	sh := spec
+	sh.Run = pl.d.poolRun
+	sh.Cmd = nil
+	sh.Stdin = nil
+	sh.Trees = make([]Tree, len(spec.Trees))
+	for i, t := range spec.Trees {
+		sh.Trees[i] = Tree{Dir: t.Dir}
+	}
+	cfg, hc := hardened(sh, lim, false)
+	withInit(cfg, hc, sh, lim, "", 0)
+	// The owner labels are the same for every container of this process.
+	js, _ := json.Marshal(struct {
+		C, H any
+		SO   any
+		P    any
+	}{cfg, hc, sh.StreamOut, sh.CollectPolicy})
+	sum := sha256.Sum256(js)
+	return sh, hex.EncodeToString(sum[:])
+}
+
+// take hands out a started sandbox of spec's shape that has run nothing,
+// or nil when there is none ready, and has the shape refilled either way.
+// spec is resolved, and its trees have passed the firewall.
+func (pl *pool) take(spec Spec, lim Limits) *Prepared {
+	if pl.d.cfg.Pool <= 0 {
+		return nil
+	}
+	shSpec, key := pl.shapeOf(spec, lim)
+	pl.mu.Lock()
+	if pl.closed {
+		pl.mu.Unlock()
+		return nil
+	}
+	sh := pl.shapes[key]
+	if sh == nil {
+		sh = &shape{spec: shSpec, lim: lim}
+		pl.shapes[key] = sh
+		pl.evictLocked()
+	}
+	sh.asked = time.Now()
+	var got *Prepared
+	var stale []*Prepared
+	for got == nil && len(sh.ready) > 0 {
+		p := sh.ready[0]
+		sh.ready = sh.ready[1:]
+		if time.Since(p.created) > pl.d.cfg.PoolMaxIdle || p.armed.exited() {
+			stale = append(stale, p)
+			continue
+		}
+		got = p
+	}
+	pl.refillLocked(sh)
+	pl.mu.Unlock()
+	pl.discard(stale)
+	if got == nil {
+		return nil
+	}
+	// The sandbox's configuration is the shape's; what it runs, on what
+	// input and with which trees is this spec's, sent in the frame.
+	mounts := got.spec.Mounts
+	got.spec = spec
+	got.spec.Mounts = mounts
+	return got
+}
+
+// refillLocked starts the shape's filler unless it runs or the shape is
+// full.
+func (pl *pool) refillLocked(sh *shape) {
+	if sh.filling || pl.closed || len(sh.ready) >= pl.d.cfg.Pool {
+		return
+	}
+	sh.filling = true
+	pl.wg.Add(1)
+	go pl.fill(sh)
+}
+
+// fill makes sandboxes of a shape, one at a time, until it is full.
+func (pl *pool) fill(sh *shape) {
+	defer pl.wg.Done()
+	for {
+		pl.mu.Lock()
+		if pl.closed || len(sh.ready) >= pl.d.cfg.Pool || pl.shapes[pl.keyOf(sh)] != sh {
+			sh.filling = false
+			pl.mu.Unlock()
+			return
+		}
+		pl.mu.Unlock()
+		p, err := pl.d.create(pl.ctx, sh.spec, sh.lim)
+		if err == nil {
+			var a *armed
+			if a, err = p.arm(pl.ctx); err == nil {
+				p.armed = a
+			} else {
+				p.Close(pl.ctx)
+			}
+		}
+		pl.mu.Lock()
+		if err != nil || pl.closed {
+			sh.filling = false
+			pl.mu.Unlock()
+			if err != nil {
+				pl.d.log.Warn("engine: pool: could not start a sandbox", "err", err)
+			} else {
+				p.Close(pl.ctx)
+			}
+			return
+		}
+		sh.ready = append(sh.ready, p)
+		pl.mu.Unlock()
+	}
+}
+
+// keyOf finds a shape's key (shapes are few).
+func (pl *pool) keyOf(sh *shape) string {
+	for k, s := range pl.shapes {
+		if s == sh {
+			return k
+		}
+	}
+	return ""
+}
+
+// evictLocked drains the least recently asked shapes beyond maxShapes.
+func (pl *pool) evictLocked() {
+	for len(pl.shapes) > maxShapes {
+		var oldKey string
+		var old *shape
+		for k, s := range pl.shapes {
+			if old == nil || s.asked.Before(old.asked) {
+				oldKey, old = k, s
+			}
+		}
+		delete(pl.shapes, oldKey)
+		ready := old.ready
+		old.ready = nil
+		go pl.discard(ready)
+	}
+}
+
+// discard removes sandboxes that will never be used.
+func (pl *pool) discard(ps []*Prepared) {
+	if len(ps) == 0 {
+		return
+	}
+	ctx, cancel := pl.d.cleanupCtx(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.Close(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+// janitor discards sandboxes that waited longer than PoolMaxIdle, so that
+// none is used late and none lingers.
+func (pl *pool) janitor() {
+	defer pl.wg.Done()
+	tick := time.NewTicker(max(pl.d.cfg.PoolMaxIdle/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-pl.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var stale []*Prepared
+		pl.mu.Lock()
+		for _, sh := range pl.shapes {
+			sh.ready = slices.DeleteFunc(sh.ready, func(p *Prepared) bool {
+				if time.Since(p.created) > pl.d.cfg.PoolMaxIdle || p.armed.exited() {
+					stale = append(stale, p)
+					return true
+				}
+				return false
+			})
+		}
+		pl.mu.Unlock()
+		pl.discard(stale)
+	}
+}
+
+// ready counts the pooled sandboxes (for tests and bench).
+func (pl *pool) readyCount() int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	n := 0
+	for _, sh := range pl.shapes {
+		n += len(sh.ready)
+	}
+	return n
+}
+
+// close removes every pooled sandbox and waits for the fillers.
+func (pl *pool) close(ctx context.Context) {
+	pl.mu.Lock()
+	pl.closed = true
+	var all []*Prepared
+	for _, sh := range pl.shapes {
+		all = append(all, sh.ready...)
+		sh.ready = nil
+	}
+	pl.mu.Unlock()
+	pl.discard(all)
+	pl.cancel()
+	pl.wg.Wait()
+	_ = ctx
+}

@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/strslice"
+
+	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/initproto"
+)
+
+// A spec with trees runs under sginit when the backend has its image
+// (Config.InitImage; ADR 0013). The container starts as root holding only
+// these capabilities; sginit lays the trees out, drops them for good and
+// becomes the sandbox user before it executes the command.
+var initCaps = strslice.StrSlice{"CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID"}
+
+// initUser is the user the container starts as under sginit.
+const initUser = "0:0"
+
+// initMount is where the read-only volume holding sginit is mounted, and
+// initPath the binary in it.
+const (
+	initMount = "/.sginit"
+	initPath  = initMount + "/sginit"
+)
+
+// UseInit sets the image holding sginit (Config.InitImage); call it before
+// the backend is used. Empty turns sginit off.
+func (d *Docker) UseInit(image string) { d.cfg.InitImage = image }
+
+// usesInit reports whether spec's trees go through sginit.
+func (d *Docker) usesInit(spec Spec) bool { return len(spec.Trees) > 0 && d.cfg.InitImage != "" }
+
+// initVolume returns the volume holding the sginit binary, made once per
+// backend from the init image: a never-started container of that image
+// mounts a fresh volume over /bin, which the daemon fills with the image's
+// /bin (root's, mode 0755). The volume is removed by Close.
+func (d *Docker) initVolume(ctx context.Context) (string, error) {
+	d.initM.Lock()
+	defer d.initM.Unlock()
+	if d.initVol != "" {
+		return d.initVol, nil
+	}
+	vol, err := d.NewVolume(ctx, d.poolRun, "init")
+	if err != nil {
+		return "", err
+	}
+	lim, _ := Limits{}.Resolve()
+	spec := Spec{
+		Run: d.poolRun, Phase: "init", Image: d.cfg.InitImage, Cmd: []string{"/bin/sginit"},
+		Mounts: []Mount{{Volume: vol, Target: "/bin"}}, Runtime: d.cfg.Runtime,
+	}
+	cfg, hc := hardened(spec, lim, false)
+	hc.Mounts[0].VolumeOptions.NoCopy = false
+	id, _, err := d.createContainer(ctx, objectName(d.poolRun, "init"), cfg, hc)
+	if id != "" {
+		d.removeContainer(ctx, id)
+	}
+	if err != nil {
+		_ = d.RemoveVolume(ctx, vol)
+		return "", fmt.Errorf("engine: make the sginit volume from %s: %w", d.cfg.InitImage, err)
+	}
+	d.initVol = vol
+	return vol, nil
+}
+
+// initArgv is the command the frame carries: the spec's, wrapped for
+// StreamOut as the container's command would be without sginit.
+func initArgv(s Spec) []string {
+	if s.StreamOut != nil {
+		return streamCommand(*s.StreamOut, s.Cmd, s.CollectPolicy)
+	}
+	return slices.Clone(s.Cmd)
+}
+
+// withInit turns a hardened configuration into its sginit form: started as
+// root with initCaps, sginit as the entrypoint, an empty tmpfs per tree
+// (charged to the memory limit, at most that large), the sginit volume
+// read-only, standard input open for the frame. The command travels in
+// the frame, so the configuration depends on the spec's shape only, which
+// is what lets a pool start it ahead of time.
+func withInit(cfg *container.Config, hc *container.HostConfig, s Spec, l Limits, vol string, idle time.Duration) {
+	dirs := make([]string, len(s.Trees))
+	for i, t := range s.Trees {
+		dirs[i] = t.Dir
+		hc.Tmpfs[t.Dir] = fmt.Sprintf("rw,nosuid,nodev,exec,size=%d,mode=0755", l.MemoryBytes)
+	}
+	cfg.User = initUser
+	cfg.Entrypoint = strslice.StrSlice{initPath, "-dirs", strings.Join(dirs, ","), "-idle", idle.String()}
+	cfg.Cmd = nil
+	cfg.AttachStdin, cfg.OpenStdin, cfg.StdinOnce = true, true, true
+	// The daemon would give root's HOME; the sandbox user's is "/".
+	if !slices.ContainsFunc(cfg.Env, func(e string) bool { return strings.HasPrefix(e, "HOME=") }) {
+		cfg.Env = append(cfg.Env, "HOME=/")
+	}
+	hc.CapAdd = slices.Clone(initCaps)
+	hc.Mounts = append(hc.Mounts, mount.Mount{
+		Type: mount.TypeVolume, Source: vol, Target: initMount, ReadOnly: true,
+		VolumeOptions: &mount.VolumeOptions{NoCopy: true},
+	})
+}
+
+// initFrame returns the trees of s as initproto wants them.
+func initTrees(s Spec) []initproto.Tree {
+	out := make([]initproto.Tree, len(s.Trees))
+	for i, t := range s.Trees {
+		out[i] = initproto.Tree{Dir: t.Dir, Archive: t.Archive}
+	}
+	return out
+}
+
+// treesThroughFirewall filters every tree's archive under its policy and
+// returns the spec with the canonical forms: what crosses into the
+// sandbox is what the firewall emitted, never the caller's bytes.
+func treesThroughFirewall(ctx context.Context, s Spec) (Spec, error) {
+	out := s
+	out.Trees = slices.Clone(s.Trees)
+	for i, t := range out.Trees {
+		canon, err := canonical(ctx, t.Archive, t.Policy)
+		if err != nil {
+			return Spec{}, fmt.Errorf("%w: tree %s: %w", ErrSpec, t.Dir, err)
+		}
+		out.Trees[i].Archive = canon
+	}
+	return out, nil
+}
+
+// canonical returns the firewall's canonical form of archive under pol.
+func canonical(ctx context.Context, archive []byte, pol firewall.Policy) ([]byte, error) {
+	var buf bytes.Buffer
+	if _, err := firewall.Filter(ctx, bytes.NewReader(archive), &buf, pol); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
