@@ -217,6 +217,11 @@ func Run(ctx context.Context, eng Engine, req Request) (out *Outputs, err error)
 		}()
 	}()
 	ph := &phase{eng: eng, req: &req, cl: cl}
+	// A backend that can start sandboxes ahead of time starts this
+	// phase's now, one per container the phase will use.
+	if w, ok := eng.(sandbox.Warmer); ok && len(req.Cases) > 0 {
+		w.Warm(ctx, ph.shape(), ph.containers())
+	}
 	out = &Outputs{Cases: make([]Case, len(req.Cases))}
 	switch req.Kind {
 	case schema.KindFunction:
@@ -256,6 +261,31 @@ func (ph *phase) spec() (sandbox.Spec, error) {
 		Trees:  []sandbox.Tree{{Dir: ArtifactsDir, Archive: ph.req.Artifacts, Policy: ioPolicy(ph.req.Limits)}},
 		Limits: caseLimits(ph.req.Limits),
 	}, nil
+}
+
+// shape is the spec every case container of the phase shares but for its
+// command, standard input, wall clock and the content of its trees: what
+// a backend can start ahead of time. TestShapeMatchesCases holds it to
+// the specs the kinds below make.
+func (ph *phase) shape() sandbox.Spec {
+	s, _ := ph.spec()
+	switch ph.req.Kind {
+	case schema.KindFunction:
+		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputsDir})
+	case schema.KindData:
+		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputDir, Policy: ioPolicy(ph.req.Limits)})
+		s.StreamOut = outputQuota(ph.req.Limits)
+		s.CollectPolicy = outputPolicy(ph.req.Limits)
+	}
+	return s
+}
+
+// containers is how many case containers the phase runs.
+func (ph *phase) containers() int {
+	if ph.req.Kind == schema.KindFunction && !ph.req.PerCase {
+		return 1
+	}
+	return len(ph.req.Cases)
 }
 
 func caseLimits(l Limits) sandbox.Limits {

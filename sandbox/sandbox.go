@@ -33,6 +33,20 @@ type Prepared interface {
 	Close(ctx context.Context)
 }
 
+// Warmer is implemented by a backend that can start sandboxes before their
+// work exists, so that a sandbox's start is off the critical path of the
+// phase that uses it (the Docker backend, for specs with trees; ADR 0013).
+type Warmer interface {
+	// Warm starts up to n sandboxes of spec's shape — everything of spec
+	// but its run, command, standard input and the content of its trees
+	// — for the next Prepare or Run calls of that shape. Each is used
+	// once or discarded unused; none outlives the backend's Close. It
+	// reports false, doing nothing, when the backend cannot start a
+	// sandbox of that shape ahead of time; then a phase is better off
+	// preparing its sandbox as it always did.
+	Warm(ctx context.Context, spec Spec, n int) bool
+}
+
 // Starter starts long-lived sandboxes that take commands: the agent phase.
 type Starter interface {
 	// Start creates and starts a session from spec. Spec.Cmd and

@@ -262,6 +262,12 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	if t.Spec.Kind == schema.KindFunction && t.Spec.Isolation != task.PerCase {
 		meta.Verdict.CaseOrder = candidate.CallOrder(g.req.Nonce, len(t.Cases.Cases))
 	}
+	// A backend that starts sandboxes ahead of time starts the judge's
+	// now and hands it its whole input as a tree once the outputs exist
+	// (ADR 0013); any other gets the judge's volume and container
+	// prepared while the candidate runs.
+	warmer, canWarm := g.eng.(sandbox.Warmer)
+	pooledJudge := canWarm && warmer.Warm(ctx, g.judgeSpec(nil), 1)
 	// Everything the judge's preparation makes is registered in cl as it
 	// is made, and removed on every path once the preparation is over.
 	cl := &sandbox.Cleanup{}
@@ -274,15 +280,19 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	judgeVol := make(chan prepared, 1)
 	prepCtx, cancelPrep := context.WithCancel(ctx)
 	defer cancelPrep()
-	go func() {
-		vol, j, err := g.prepareJudge(prepCtx, cl, meta)
-		if err == nil && j.early {
-			// Started on the grade's context: the preparation's ends
-			// with the preparation.
-			j.start(ctx)
-		}
-		judgeVol <- prepared{vol, j, err}
-	}()
+	if pooledJudge {
+		judgeVol <- prepared{}
+	} else {
+		go func() {
+			vol, j, err := g.prepareJudge(prepCtx, cl, meta)
+			if err == nil && j.early {
+				// Started on the grade's context: the preparation's ends
+				// with the preparation.
+				j.start(ctx)
+			}
+			judgeVol <- prepared{vol, j, err}
+		}()
+	}
 	var jv prepared
 	jvReceived := false
 	defer func() {
@@ -323,10 +333,15 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 		return nil, archive, fmt.Errorf("prepare judge: %w", jv.err)
 	}
 	judgeStart := time.Now()
-	if jv.judge.ready != nil {
-		jv.judge.start(ctx) // its start overlaps the loading of the outputs
+	var v *schema.Verdict
+	if pooledJudge {
+		v, err = g.judgeTree(ctx, outs, meta)
+	} else {
+		if jv.judge.ready != nil {
+			jv.judge.start(ctx) // its start overlaps the loading of the outputs
+		}
+		v, err = g.judge(ctx, jv.vol, jv.judge, outs, meta)
 	}
-	v, err := g.judge(ctx, jv.vol, jv.judge, outs, meta)
 	g.timings.JudgeMS = time.Since(judgeStart).Milliseconds()
 	if err != nil {
 		return nil, archive, err
@@ -456,37 +471,20 @@ const judgeRoot = "/judge"
 // task's hidden directory, and creates (without starting) the judge's
 // container over it.
 func (g *grade) prepareJudge(ctx context.Context, cl *sandbox.Cleanup, meta judge.Meta) (string, *judgeRun, error) {
-	var buf bytes.Buffer
-	metaJSON, err := json.Marshal(meta)
+	input, err := g.judgeInput(ctx, meta, nil)
 	if err != nil {
 		return "", nil, err
 	}
-	tw := tar.NewWriter(&buf)
-	if err := addFile(tw, "meta.json", metaJSON); err != nil {
-		return "", nil, err
-	}
-	var hidden bytes.Buffer
-	if err := g.task.WriteHidden(ctx, &hidden); err != nil {
-		return "", nil, err
-	}
-	if err := tarball.Copy(tw, &hidden, nil); err != nil {
-		return "", nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return "", nil, err
-	}
-	vol, man, err := g.eng.NewVolumeWith(ctx, g.req.Run, "judge", &buf, sandbox.CopyInOptions{Policy: judgePolicy})
+	vol, man, err := g.eng.NewVolumeWith(ctx, g.req.Run, "judge", bytes.NewReader(input), sandbox.CopyInOptions{Policy: judgePolicy})
 	cl.Volume(g.eng, vol)
 	if err != nil {
 		return "", nil, err
 	}
 	g.log.Add("judge", "judge inputs loaded", "files", len(man.Files), "sha256", man.ArchiveSHA256)
 	g.logCheckers()
-	spec := sandbox.Spec{
-		Run: g.req.Run, Phase: "judge", Image: g.req.JudgeImage, Cmd: g.judgeCmd, Env: []string{"TZ=UTC"},
-		Mounts: []sandbox.Mount{{Volume: vol, Target: judgeRoot, ReadOnly: true}},
-		Limits: sandbox.Limits{MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true},
-	}
+	spec := g.judgeSpec(nil)
+	spec.Trees = nil
+	spec.Mounts = []sandbox.Mount{{Volume: vol, Target: judgeRoot, ReadOnly: true}}
 	j := &judgeRun{}
 	ok, early, wall := g.handshake()
 	spec.Limits.Wall = wall
@@ -509,6 +507,69 @@ func (g *grade) prepareJudge(ctx context.Context, cl *sandbox.Cleanup, meta judg
 	// nothing once the run has begun.
 	cl.Add(func(context.Context) error { j.stop(); return nil })
 	return vol, j, nil
+}
+
+// judgeSpec is the judge's sandbox, its input the tree input (nil when
+// only the shape matters).
+func (g *grade) judgeSpec(input []byte) sandbox.Spec {
+	return sandbox.Spec{
+		Run: g.req.Run, Phase: "judge", Image: g.req.JudgeImage, Cmd: g.judgeCmd, Env: []string{"TZ=UTC"},
+		Trees:  []sandbox.Tree{{Dir: judgeRoot, Archive: input, Policy: judgePolicy}},
+		Limits: sandbox.Limits{MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true, Wall: judgeWork},
+	}
+}
+
+// judgeInput is the judge's input as an archive: the meta document and the
+// task's hidden directory, then, when outputs is not nil, the candidate's
+// outputs as outputsArchive lays them out.
+func (g *grade) judgeInput(ctx context.Context, meta judge.Meta, outputs []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	tw := tar.NewWriter(&buf)
+	if err := addFile(tw, "meta.json", metaJSON); err != nil {
+		return nil, err
+	}
+	var hidden bytes.Buffer
+	if err := g.task.WriteHidden(ctx, &hidden); err != nil {
+		return nil, err
+	}
+	if err := tarball.Copy(tw, &hidden, nil); err != nil {
+		return nil, err
+	}
+	if outputs != nil {
+		if err := tarball.Copy(tw, bytes.NewReader(outputs), nil); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// judgeTree runs the judge in a sandbox the backend started ahead of time,
+// its whole input (the trusted files and the candidate's outputs, through
+// the firewall under judgePolicy) laid out read-only before it starts, and
+// checks what it said against what it was asked.
+func (g *grade) judgeTree(ctx context.Context, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
+	outputs, err := outputsArchive(outs, g.graded)
+	if err != nil {
+		return nil, err
+	}
+	input, err := g.judgeInput(ctx, meta, outputs)
+	if err != nil {
+		return nil, err
+	}
+	g.logCheckers()
+	g.log.Add("judge", "judge input sent", "bytes", len(input), "sha256", digest(input))
+	res, err := g.eng.Run(ctx, g.judgeSpec(input))
+	if err != nil {
+		return nil, fmt.Errorf("judge phase: %w", err)
+	}
+	return g.judged(res, meta)
 }
 
 // logCheckers records the module and sha256 of every checker comparator
@@ -627,6 +688,12 @@ func (g *grade) judge(ctx context.Context, vol string, jr *judgeRun, outs *candi
 	if err != nil {
 		return nil, fmt.Errorf("judge phase: %w", err)
 	}
+	return g.judged(res, meta)
+}
+
+// judged checks the judge's result: how it ended, and its verdict against
+// the question it was asked.
+func (g *grade) judged(res *sandbox.Result, meta judge.Meta) (*schema.Verdict, error) {
 	g.log.Add("judge", "judge exited", "exit", string(res.Exit), "code", res.Code, "ms", res.Duration.Milliseconds(), "stdout_bytes", len(res.Stdout))
 	if res.Exit == sandbox.ExitExited && res.Code == judge.ExitCheckerFailed {
 		// The task's checker failed: a task defect, never the

@@ -128,6 +128,13 @@ func TestProfileObservedFromInside(t *testing.T) {
 	if res.Exit != engine.ExitExited || res.Code != 0 {
 		t.Fatalf("exit %s %d: %s", res.Exit, res.Code, res.Stderr)
 	}
+	checkObservation(t, res.Stdout)
+}
+
+// checkObservation checks the probe's observe output against the
+// hardened profile (/tmp at most 8 MiB).
+func checkObservation(t *testing.T, stdout []byte) {
+	t.Helper()
 	var o struct {
 		UID            int      `json:"uid"`
 		CapEff         string   `json:"cap_eff"`
@@ -141,15 +148,15 @@ func TestProfileObservedFromInside(t *testing.T) {
 		TmpfsWritten   int64    `json:"tmpfs_written"`
 		TmpfsError     string   `json:"tmpfs_error"`
 	}
-	if err := json.Unmarshal(res.Stdout, &o); err != nil {
-		t.Fatalf("probe output %q: %v", res.Stdout, err)
+	if err := json.Unmarshal(stdout, &o); err != nil {
+		t.Fatalf("probe output %q: %v", stdout, err)
 	}
 	t.Logf("observed: %+v", o)
 	checks := []struct {
 		name string
 		ok   bool
 	}{
-		{"uid is not 0", o.UID != 0},
+		{"uid is 65532", o.UID == 65532},
 		{"no effective capabilities", o.CapEff == "0000000000000000"},
 		{"no bounding capabilities", o.CapBnd == "0000000000000000"},
 		{"NoNewPrivs is 1", o.NoNewPrivs == "1"},

@@ -36,7 +36,13 @@ type shape struct {
 	ready   []*Prepared // started and waiting, oldest first
 	filling bool
 	asked   time.Time
+	// warms counts sandboxes asked for by Warm and not yet taken: the
+	// shape is filled to Pool plus these.
+	warms int
 }
+
+// want is how many ready sandboxes the shape is filled to.
+func (pl *pool) want(sh *shape) int { return pl.d.cfg.Pool + sh.warms }
 
 func newPool(d *Docker) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -62,11 +68,16 @@ func (pl *pool) shapeOf(spec Spec, lim Limits) (Spec, string) {
 	cfg, hc := hardened(sh, lim, false)
 	withInit(cfg, hc, sh, lim, "", 0)
 	// The owner labels are the same for every container of this process.
+	// The limits enter whole but for the wall clock, which starts when the
+	// work arrives: the output caps are set when the streams are attached.
+	keyLim := lim
+	keyLim.Wall = 0
 	js, _ := json.Marshal(struct {
 		C, H any
+		L    Limits
 		SO   any
 		P    any
-	}{cfg, hc, sh.StreamOut, sh.CollectPolicy})
+	}{cfg, hc, keyLim, sh.StreamOut, sh.CollectPolicy})
 	sum := sha256.Sum256(js)
 	return sh, hex.EncodeToString(sum[:])
 }
@@ -75,9 +86,6 @@ func (pl *pool) shapeOf(spec Spec, lim Limits) (Spec, string) {
 // or nil when there is none ready, and has the shape refilled either way.
 // spec is resolved, and its trees have passed the firewall.
 func (pl *pool) take(spec Spec, lim Limits) *Prepared {
-	if pl.d.cfg.Pool <= 0 {
-		return nil
-	}
 	shSpec, key := pl.shapeOf(spec, lim)
 	pl.mu.Lock()
 	if pl.closed {
@@ -86,11 +94,21 @@ func (pl *pool) take(spec Spec, lim Limits) *Prepared {
 	}
 	sh := pl.shapes[key]
 	if sh == nil {
+		if pl.d.cfg.Pool <= 0 {
+			// Nothing was warmed for this shape, and nothing is kept.
+			pl.mu.Unlock()
+			return nil
+		}
 		sh = &shape{spec: shSpec, lim: lim}
 		pl.shapes[key] = sh
 		pl.evictLocked()
 	}
 	sh.asked = time.Now()
+	if sh.warms > 0 {
+		// This call is what a Warm was for, whether or not its sandbox
+		// is ready yet.
+		sh.warms--
+	}
 	var got *Prepared
 	var stale []*Prepared
 	for got == nil && len(sh.ready) > 0 {
@@ -113,13 +131,34 @@ func (pl *pool) take(spec Spec, lim Limits) *Prepared {
 	mounts := got.spec.Mounts
 	got.spec = spec
 	got.spec.Mounts = mounts
+	got.lim = lim
 	return got
+}
+
+// warm asks for n more sandboxes of a resolved spec's shape.
+func (pl *pool) warm(spec Spec, lim Limits, n int) {
+	shSpec, key := pl.shapeOf(spec, lim)
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.closed {
+		return
+	}
+	sh := pl.shapes[key]
+	if sh == nil {
+		sh = &shape{spec: shSpec, lim: lim}
+		pl.shapes[key] = sh
+		pl.evictLocked()
+	}
+	sh.asked = time.Now()
+	// Warms beyond what is ready are new; ready ones already serve.
+	sh.warms = min(sh.warms+n, 64)
+	pl.refillLocked(sh)
 }
 
 // refillLocked starts the shape's filler unless it runs or the shape is
 // full.
 func (pl *pool) refillLocked(sh *shape) {
-	if sh.filling || pl.closed || len(sh.ready) >= pl.d.cfg.Pool {
+	if sh.filling || pl.closed || len(sh.ready) >= pl.want(sh) {
 		return
 	}
 	sh.filling = true
@@ -132,7 +171,7 @@ func (pl *pool) fill(sh *shape) {
 	defer pl.wg.Done()
 	for {
 		pl.mu.Lock()
-		if pl.closed || len(sh.ready) >= pl.d.cfg.Pool || pl.shapes[pl.keyOf(sh)] != sh {
+		if pl.closed || len(sh.ready) >= pl.want(sh) || pl.shapes[pl.keyOf(sh)] != sh {
 			sh.filling = false
 			pl.mu.Unlock()
 			return

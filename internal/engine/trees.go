@@ -141,3 +141,15 @@ func canonical(ctx context.Context, archive []byte, pol firewall.Policy) ([]byte
 	}
 	return buf.Bytes(), nil
 }
+
+// Warm implements sandbox.Warmer: for a spec with trees, with sginit's
+// image at hand, it has n sandboxes of the spec's shape started in the
+// background (beyond Config.Pool) for the next n calls of that shape.
+func (d *Docker) Warm(ctx context.Context, spec Spec, n int) bool {
+	spec, lim, err := d.resolve(spec)
+	if err != nil || !d.usesInit(spec) || n <= 0 {
+		return false
+	}
+	d.pool.warm(spec, lim, n)
+	return true
+}
