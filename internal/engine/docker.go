@@ -60,6 +60,19 @@ type Docker struct {
 	initM   sync.Mutex
 	initVol string // the sginit volume, once made
 	pool    *pool
+	// removals are the removals of ended sandboxes still under way.
+	removals sync.WaitGroup
+}
+
+// removeLater runs remove on its own goroutine, on a context that survives
+// ctx's cancellation; Leftovers and Close wait for every such removal.
+func (d *Docker) removeLater(ctx context.Context, remove func(context.Context)) {
+	d.removals.Add(1)
+	cctx := context.WithoutCancel(ctx)
+	go func() {
+		defer d.removals.Done()
+		remove(cctx)
+	}()
 }
 
 var _ Engine = (*Docker)(nil)
@@ -107,6 +120,7 @@ func (d *Docker) Close() error {
 	ctx, cancel := d.cleanupCtx(context.Background())
 	defer cancel()
 	d.pool.close(ctx)
+	d.removals.Wait()
 	d.initM.Lock()
 	vol := d.initVol
 	d.initVol = ""
@@ -275,6 +289,7 @@ func (d *Docker) createContainer(ctx context.Context, name string, cfg *containe
 // volumes ("volume/NAME") labelled with run that still exist. After a
 // grade has returned, there should be none.
 func (d *Docker) Leftovers(ctx context.Context, run string) ([]string, error) {
+	d.removals.Wait()
 	f := filters.NewArgs(filters.Arg("label", LabelRun+"="+run))
 	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {

@@ -21,6 +21,7 @@ const maxShapes = 8
 // nothing is ever put back (ADR 0013).
 type pool struct {
 	d      *Docker
+	cond   *sync.Cond      // on mu: a sandbox became ready, or a filler stopped
 	ctx    context.Context // for the fillers' calls; cancelled by close
 	cancel context.CancelFunc
 	mu     sync.Mutex
@@ -34,19 +35,47 @@ type shape struct {
 	spec    Spec // the shape itself: run poolRun, no command, no input
 	lim     Limits
 	ready   []*Prepared // started and waiting, oldest first
-	filling bool
+	filling int         // sandboxes being made
 	asked   time.Time
-	// warms counts sandboxes asked for by Warm and not yet taken: the
-	// shape is filled to Pool plus these.
+	// demand is the most recent Warm's count: with a pool, a shape is
+	// kept filled to max(Pool, demand), so that the next phase of the
+	// same task finds every sandbox it needs.
+	demand int
+	// warms counts sandboxes asked for by Warm and not yet taken, when
+	// the backend keeps no pool: exactly these are made.
 	warms int
+	// fails counts sandboxes that could not be made: a caller waiting
+	// for one stops waiting and makes its own, which reports the error.
+	fails int
+	// inUse counts sandboxes taken from the shape and still running;
+	// later is the refill waiting for them all to end (see released).
+	inUse int
+	later *time.Timer
+	// refillDue is set while later is pending.
+	refillDue bool
 }
 
-// want is how many ready sandboxes the shape is filled to.
-func (pl *pool) want(sh *shape) int { return pl.d.cfg.Pool + sh.warms }
+// refillDelay is how long a shape must have no sandbox running before it
+// is refilled: making sandboxes costs the same cores the running ones
+// use, so the pool refills between a task's phases and grades, not during
+// them.
+const refillDelay = 100 * time.Millisecond
+
+// maxFillers bounds the sandboxes of one shape made at once.
+const maxFillers = 2
+
+// want is how many sandboxes the shape is filled to.
+func (pl *pool) want(sh *shape) int {
+	if pl.d.cfg.Pool > 0 {
+		return max(pl.d.cfg.Pool, sh.demand)
+	}
+	return sh.warms
+}
 
 func newPool(d *Docker) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	pl := &pool{d: d, ctx: ctx, cancel: cancel, shapes: map[string]*shape{}}
+	pl.cond = sync.NewCond(&pl.mu)
 	if d.cfg.Pool > 0 {
 		pl.wg.Add(1)
 		go pl.janitor()
@@ -83,9 +112,11 @@ func (pl *pool) shapeOf(spec Spec, lim Limits) (Spec, string) {
 }
 
 // take hands out a started sandbox of spec's shape that has run nothing,
-// or nil when there is none ready, and has the shape refilled either way.
+// or nil when there is none ready or being made, and has the shape
+// refilled either way. When one is being made it waits for it (a start
+// already under way ends sooner than a new one), unless ctx ends first.
 // spec is resolved, and its trees have passed the firewall.
-func (pl *pool) take(spec Spec, lim Limits) *Prepared {
+func (pl *pool) take(ctx context.Context, spec Spec, lim Limits) *Prepared {
 	shSpec, key := pl.shapeOf(spec, lim)
 	pl.mu.Lock()
 	if pl.closed {
@@ -109,9 +140,24 @@ func (pl *pool) take(spec Spec, lim Limits) *Prepared {
 		// is ready yet.
 		sh.warms--
 	}
+	stop := context.AfterFunc(ctx, func() {
+		pl.mu.Lock()
+		pl.cond.Broadcast()
+		pl.mu.Unlock()
+	})
+	defer stop()
 	var got *Prepared
 	var stale []*Prepared
-	for got == nil && len(sh.ready) > 0 {
+	fails := sh.fails
+	for got == nil && !pl.closed && ctx.Err() == nil && sh.fails == fails {
+		if len(sh.ready) == 0 {
+			// Keep one coming for this call, then wait for it.
+			if sh.filling == 0 && !pl.fillOneLocked(sh) {
+				break
+			}
+			pl.cond.Wait()
+			continue
+		}
 		p := sh.ready[0]
 		sh.ready = sh.ready[1:]
 		if time.Since(p.created) > pl.d.cfg.PoolMaxIdle || p.armed.exited() {
@@ -120,12 +166,19 @@ func (pl *pool) take(spec Spec, lim Limits) *Prepared {
 		}
 		got = p
 	}
-	pl.refillLocked(sh)
+	if got != nil {
+		sh.inUse++
+		if sh.later != nil && sh.later.Stop() {
+			sh.refillDue = false
+		}
+	}
 	pl.mu.Unlock()
 	pl.discard(stale)
+	pl.d.log.Debug("engine: pool: take", "phase", spec.Phase, "shape", key[:12], "hit", got != nil)
 	if got == nil {
 		return nil
 	}
+	got.shape = sh
 	// The sandbox's configuration is the shape's; what it runs, on what
 	// input and with which trees is this spec's, sent in the frame.
 	mounts := got.spec.Mounts
@@ -135,9 +188,33 @@ func (pl *pool) take(spec Spec, lim Limits) *Prepared {
 	return got
 }
 
+// released says a sandbox taken from sh has ended: once none of the
+// shape's is running for refillDelay, the shape is refilled.
+func (pl *pool) released(sh *shape) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	sh.inUse--
+	if sh.inUse > 0 || pl.closed {
+		return
+	}
+	if sh.later != nil {
+		sh.later.Stop()
+	}
+	sh.refillDue = true
+	sh.later = time.AfterFunc(refillDelay, func() {
+		pl.mu.Lock()
+		defer pl.mu.Unlock()
+		sh.refillDue = false
+		if sh.inUse == 0 {
+			pl.refillLocked(sh)
+		}
+	})
+}
+
 // warm asks for n more sandboxes of a resolved spec's shape.
 func (pl *pool) warm(spec Spec, lim Limits, n int) {
 	shSpec, key := pl.shapeOf(spec, lim)
+	pl.d.log.Debug("engine: pool: warm", "phase", spec.Phase, "shape", key[:12], "n", n)
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if pl.closed {
@@ -150,56 +227,70 @@ func (pl *pool) warm(spec Spec, lim Limits, n int) {
 		pl.evictLocked()
 	}
 	sh.asked = time.Now()
-	// Warms beyond what is ready are new; ready ones already serve.
-	sh.warms = min(sh.warms+n, 64)
+	n = min(n, 64)
+	if pl.d.cfg.Pool > 0 {
+		// A kept shape is kept at what its phases use.
+		sh.demand = n
+	} else {
+		sh.warms = min(sh.warms+n, 64)
+	}
 	pl.refillLocked(sh)
 }
 
-// refillLocked starts the shape's filler unless it runs or the shape is
-// full.
+// refillLocked starts fillers for the shape, up to maxFillers, until the
+// sandboxes ready or being made reach what it wants.
 func (pl *pool) refillLocked(sh *shape) {
-	if sh.filling || pl.closed || len(sh.ready) >= pl.want(sh) {
-		return
+	for sh.filling < maxFillers && len(sh.ready)+sh.filling < pl.want(sh) {
+		if !pl.fillOneLocked(sh) {
+			return
+		}
 	}
-	sh.filling = true
-	pl.wg.Add(1)
-	go pl.fill(sh)
 }
 
-// fill makes sandboxes of a shape, one at a time, until it is full.
+// fillOneLocked starts making one sandbox of the shape; false when the
+// pool is closed or the shape is gone.
+func (pl *pool) fillOneLocked(sh *shape) bool {
+	if pl.closed || pl.shapes[pl.keyOf(sh)] != sh {
+		return false
+	}
+	sh.filling++
+	pl.wg.Add(1)
+	go pl.fill(sh)
+	return true
+}
+
+// fill makes one sandbox of a shape, then starts the next if the shape
+// still wants one.
 func (pl *pool) fill(sh *shape) {
 	defer pl.wg.Done()
-	for {
-		pl.mu.Lock()
-		if pl.closed || len(sh.ready) >= pl.want(sh) || pl.shapes[pl.keyOf(sh)] != sh {
-			sh.filling = false
-			pl.mu.Unlock()
-			return
+	p, err := pl.d.create(pl.ctx, sh.spec, sh.lim)
+	if err == nil {
+		var a *armed
+		if a, err = p.arm(pl.ctx); err == nil {
+			p.armed = a
+		} else {
+			p.Close(pl.ctx)
 		}
-		pl.mu.Unlock()
-		p, err := pl.d.create(pl.ctx, sh.spec, sh.lim)
-		if err == nil {
-			var a *armed
-			if a, err = p.arm(pl.ctx); err == nil {
-				p.armed = a
-			} else {
-				p.Close(pl.ctx)
-			}
-		}
-		pl.mu.Lock()
-		if err != nil || pl.closed {
-			sh.filling = false
-			pl.mu.Unlock()
-			if err != nil {
-				pl.d.log.Warn("engine: pool: could not start a sandbox", "err", err)
-			} else {
-				p.Close(pl.ctx)
-			}
-			return
-		}
-		sh.ready = append(sh.ready, p)
-		pl.mu.Unlock()
 	}
+	pl.mu.Lock()
+	sh.filling--
+	defer pl.cond.Broadcast()
+	switch {
+	case err != nil:
+		sh.fails++
+		pl.mu.Unlock()
+		pl.d.log.Warn("engine: pool: could not start a sandbox", "err", err)
+		return
+	case pl.closed || pl.shapes[pl.keyOf(sh)] != sh:
+		pl.mu.Unlock()
+		p.Close(pl.ctx)
+		return
+	}
+	sh.ready = append(sh.ready, p)
+	if sh.inUse == 0 {
+		pl.refillLocked(sh)
+	}
+	pl.mu.Unlock()
 }
 
 // keyOf finds a shape's key (shapes are few).
@@ -275,6 +366,26 @@ func (pl *pool) janitor() {
 	}
 }
 
+// settle waits until no shape is being filled or waits to be refilled.
+func (pl *pool) settle(ctx context.Context) error {
+	for {
+		pl.mu.Lock()
+		busy := false
+		for _, sh := range pl.shapes {
+			busy = busy || sh.filling > 0 || sh.refillDue
+		}
+		pl.mu.Unlock()
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // ready counts the pooled sandboxes (for tests and bench).
 func (pl *pool) readyCount() int {
 	pl.mu.Lock()
@@ -290,6 +401,7 @@ func (pl *pool) readyCount() int {
 func (pl *pool) close(ctx context.Context) {
 	pl.mu.Lock()
 	pl.closed = true
+	pl.cond.Broadcast()
 	var all []*Prepared
 	for _, sh := range pl.shapes {
 		all = append(all, sh.ready...)

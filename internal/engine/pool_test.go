@@ -99,6 +99,9 @@ func TestPoolHandsOutOnce(t *testing.T) {
 			t.Fatalf("run %d: %s %d: %s", i, res.Exit, res.Code, res.Stderr)
 		}
 		checkObservation(t, res.Stdout)
+		if err := d.Settle(t.Context()); err != nil { // its removal is under way
+			t.Fatal(err)
+		}
 		if exists(t, res.ID) {
 			t.Errorf("run %d: the used sandbox %.12s still exists", i, res.ID)
 		}

@@ -43,6 +43,9 @@ type Prepared struct {
 	// created is when the container was made; the pool discards one that
 	// waited too long.
 	created time.Time
+	// shape is the pool's shape the container was taken from; nil when
+	// it was made for its caller.
+	shape *shape
 	// dropTrees removes the volumes that stand in for trees when the
 	// backend has no sginit; nil otherwise.
 	dropTrees func(context.Context)
@@ -153,7 +156,7 @@ func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 		if spec, err = treesThroughFirewall(ctx, spec); err != nil {
 			return nil, err
 		}
-		if p := d.pool.take(spec, lim); p != nil {
+		if p := d.pool.take(ctx, spec, lim); p != nil {
 			return p, nil
 		}
 	}
@@ -204,6 +207,9 @@ func (p *Prepared) Close(ctx context.Context) {
 	if !p.used {
 		p.used = true
 		p.remove(ctx)
+		if p.shape != nil {
+			p.d.pool.released(p.shape)
+		}
 	}
 }
 
@@ -294,7 +300,12 @@ func (p *Prepared) Run(ctx context.Context) (*Result, error) {
 	}
 	p.used = true
 	p.mu.Unlock()
-	defer p.remove(ctx)
+	// The container has ended (or is killed) when Run returns; removing
+	// it is not the caller's wait. Leftovers and Close wait for it.
+	defer p.d.removeLater(ctx, p.remove)
+	if p.shape != nil {
+		defer p.d.pool.released(p.shape)
+	}
 	if p.armed == nil {
 		a, err := p.arm(ctx)
 		if err != nil {

@@ -146,10 +146,25 @@ func canonical(ctx context.Context, archive []byte, pol firewall.Policy) ([]byte
 // image at hand, it has n sandboxes of the spec's shape started in the
 // background (beyond Config.Pool) for the next n calls of that shape.
 func (d *Docker) Warm(ctx context.Context, spec Spec, n int) bool {
+	if len(spec.Cmd) == 0 {
+		// The command is no part of the shape, but a spec needs one.
+		spec.Cmd = []string{"/shape"}
+	}
 	spec, lim, err := d.resolve(spec)
 	if err != nil || !d.usesInit(spec) || n <= 0 {
 		return false
 	}
 	d.pool.warm(spec, lim, n)
 	return true
+}
+
+// Settle waits until the backend is making no sandbox ahead of time and
+// removing none: for measurements that must not charge one side's
+// background work to another's time.
+func (d *Docker) Settle(ctx context.Context) error {
+	if err := d.pool.settle(ctx); err != nil {
+		return err
+	}
+	d.removals.Wait()
+	return nil
 }
