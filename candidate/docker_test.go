@@ -86,6 +86,9 @@ func newRun(t *testing.T) string {
 	run := fmt.Sprintf("cand%d-%d", os.Getpid(), runN)
 	runSeq.Unlock()
 	t.Cleanup(func() {
+		if d, err := docker(); err == nil {
+			_ = d.Settle(context.Background()) // removals under way end first
+		}
 		if cs, vs := leftovers(t, run); len(cs)+len(vs) > 0 {
 			t.Errorf("run %s left containers %v and volumes %v", run, cs, vs)
 		}

@@ -52,7 +52,8 @@ type Config struct {
 	MaxInFlight int
 	// Pool is how many started, never-used sandboxes the default Docker
 	// backend keeps ready per shape (ADR 0013); zero means MaxInFlight,
-	// negative keeps none. Ignored with Backend set.
+	// negative keeps none beyond what each grade warms for itself (right
+	// for a process that grades once). Ignored with Backend set.
 	Pool int
 	// RuntimeImage is the image candidates, compat oracles and agents run:
 	// an image ID or a reference the backend holds, best pinned by digest

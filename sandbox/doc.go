@@ -14,12 +14,15 @@
 // # Data paths
 //
 // Data reaches a sandbox on its standard input (Spec.Stdin, a stream that may
-// still be being written when the sandbox is prepared) and through volumes
-// filled by CopyIn; it leaves as bounded standard output and standard error,
-// as the StreamOut directory's archive, and through Spec.Collect. Volumes are
-// the Docker backend's way of laying out read-only inputs; the stream paths
-// are the ones every backend can serve (Docker attach, Kubernetes attach and
-// exec), and the ones later phases move to.
+// still be being written when the sandbox is prepared), as Spec.Trees
+// (read-only directories laid out before the workload starts) and through
+// volumes filled by CopyIn; it leaves as bounded standard output and
+// standard error, as the StreamOut directory's archive, and through
+// Spec.Collect. The strict tier's phases hand their inputs over as trees:
+// the Docker backend sends them on the sandbox's standard input to a
+// trusted init, which lets it start sandboxes before their work exists
+// (Warmer; ADR 0013), and a backend without such a path lays them out as
+// read-only volumes (PrepareWithTreeVolumes).
 //
 // # What a backend guarantees
 //
@@ -36,7 +39,7 @@
 //     memory cgroup and the standard-output cap, in that order of precedence
 //     when several apply, never by which fired first.
 //   - The firewall on every crossing: every archive that enters (CopyIn,
-//     NewVolumeWith, Session.CopyIn) or leaves (Spec.Collect,
+//     NewVolumeWith, Session.CopyIn, Spec.Trees) or leaves (Spec.Collect,
 //     Spec.StreamOut, Session.CopyOut) passes firewall.Filter; what a
 //     sandbox left that the firewall refuses is ErrCollect, the workload's
 //     doing, never a backend failure.

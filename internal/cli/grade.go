@@ -104,7 +104,9 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 	}
 	defer closeSub()
 	sub.Nonce = a.nonce
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Disclosure: policy, Runtime: a.runtime})
+	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Disclosure: policy, Runtime: a.runtime,
+		// One grade: start what it uses, keep nothing ready after it.
+		Pool: -1})
 	if err != nil {
 		return err
 	}

@@ -99,6 +99,7 @@ func leftovers(t testing.TB, run string) (cs []string, vs []string) {
 }
 
 func assertNoLeftovers(t testing.TB, run string) {
+	_ = eng.Settle(context.Background()) // removals under way end first
 	cs, vs := leftovers(t, run)
 	if len(cs)+len(vs) > 0 {
 		t.Errorf("run %s left containers %v and volumes %v", run, cs, vs)

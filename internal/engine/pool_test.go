@@ -77,8 +77,8 @@ func exists(t *testing.T, id string) bool {
 // profile observed inside a pooled sandbox is the hardened one.
 func TestPoolHandsOutOnce(t *testing.T) {
 	t.Parallel()
-	d := pooled(t, engine.Config{Pool: 1})
 	run := newRun(t)
+	d := pooled(t, engine.Config{Pool: 1})
 	if !d.Warm(t.Context(), treeSpec(t, run, "observe"), 1) {
 		t.Fatal("Warm refused a spec with trees")
 	}
@@ -116,8 +116,8 @@ func TestPoolHandsOutOnce(t *testing.T) {
 // discarded after PoolMaxIdle, never handed out late.
 func TestPoolDiscardsIdle(t *testing.T) {
 	t.Parallel()
-	d := pooled(t, engine.Config{Pool: 1, PoolMaxIdle: 2 * time.Second})
 	run := newRun(t)
+	d := pooled(t, engine.Config{Pool: 1, PoolMaxIdle: 2 * time.Second})
 	d.Warm(t.Context(), treeSpec(t, run, "observe"), 1)
 	idle := waitPooled(t, d, 1)[0]
 	deadline := time.Now().Add(30 * time.Second)
@@ -140,8 +140,8 @@ func TestPoolDiscardsIdle(t *testing.T) {
 // sandbox starts when its work arrives, not when it started.
 func TestPoolWallCountsFromWork(t *testing.T) {
 	t.Parallel()
-	d := pooled(t, engine.Config{Pool: 1})
 	run := newRun(t)
+	d := pooled(t, engine.Config{Pool: 1})
 	spec := treeSpec(t, run, "sleep", "300ms")
 	spec.Limits.Wall = 2 * time.Second
 	d.Warm(t.Context(), spec, 1)
