@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -471,6 +472,18 @@ func gcHelper() int {
 		return 1
 	}
 	run := os.Getenv("STRICTGRADE_GC_HELPER")
+	if img := os.Getenv("STRICTGRADE_INIT_IMAGE"); img != "" {
+		// A pool of started sandboxes too, which the kill abandons.
+		pd, err := engine.NewDocker(ctx, engine.Config{Pool: 2})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		pd.UseInit(img)
+		spec := engine.Spec{Run: run, Phase: "pooled", Image: os.Getenv("STRICTGRADE_PROBE_IMAGE"), Cmd: []string{"/bin/probe", "observe"},
+			Trees: []engine.Tree{{Dir: "/t", Archive: tarOf(&testing.T{}, map[string]string{"a": "b"}).Bytes()}}}
+		pd.Warm(ctx, spec, 2)
+	}
 	vol, err := d.NewVolume(ctx, run, "work")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -486,8 +499,12 @@ func gcHelper() int {
 func TestGCReapsKilledProcessLeftovers(t *testing.T) {
 	t.Parallel()
 	run := fmt.Sprintf("gc%d", os.Getpid())
+	initImage, err := images.Ensure(t.Context(), eng, images.Init(), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "STRICTGRADE_GC_HELPER="+run, "STRICTGRADE_PROBE_IMAGE="+probeImage)
+	cmd.Env = append(os.Environ(), "STRICTGRADE_GC_HELPER="+run, "STRICTGRADE_PROBE_IMAGE="+probeImage, "STRICTGRADE_INIT_IMAGE="+initImage)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -495,7 +512,7 @@ func TestGCReapsKilledProcessLeftovers(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		cs, vs := leftovers(t, run)
-		if len(cs) > 0 && len(vs) > 0 && running(t, run) {
+		if len(cs) > 0 && len(vs) > 0 && running(t, run) && len(pooledOf(t, cmd.Process.Pid)) >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -520,6 +537,32 @@ func TestGCReapsKilledProcessLeftovers(t *testing.T) {
 		t.Fatalf("gc report %+v", rep)
 	}
 	assertNoLeftovers(t, run)
+	// The helper's pool (its started sandboxes and its sginit volume)
+	// carries a run label of its own and the same owner: gc reaps it.
+	pooled := pooledOf(t, cmd.Process.Pid)
+	if len(pooled) < 2 {
+		t.Fatalf("the helper's pooled sandboxes: %v", pooled)
+	}
+	poolRun := pooled[0].Labels[engine.LabelRun]
+	if _, err := eng.GC(t.Context(), engine.GCOptions{Run: poolRun}); err != nil {
+		t.Fatal(err)
+	}
+	if left := pooledOf(t, cmd.Process.Pid); len(left) != 0 {
+		t.Errorf("gc left %d pooled sandboxes of the killed helper", len(left))
+	}
+	assertNoLeftovers(t, poolRun)
+}
+
+// pooledOf lists the pooled sandboxes that process pid made.
+func pooledOf(t *testing.T, pid int) []container.Summary {
+	t.Helper()
+	f := filters.NewArgs(filters.Arg("label", engine.LabelOwnerPID+"="+strconv.Itoa(pid)),
+		filters.Arg("label", engine.LabelPhase+"=pooled"))
+	cs, err := dockerClient(t).ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 func TestGCSparesLiveOwners(t *testing.T) {
