@@ -139,6 +139,7 @@ func testReport() *benchReport {
 		{latency: 300 * time.Millisecond, outcome: schema.OutcomePass},
 		{latency: 500 * time.Millisecond, outcome: schema.OutcomePass},
 	}, 800*time.Millisecond)
+	strict.StreamGradesPerMin, one.StreamGradesPerMin = 50, 100
 	r := newReport(2, 1, strict, one)
 	r.Task, r.Kind, r.Cases, r.Submission, r.Runtime = "sum", "function", 7, "sol", "docker/runc"
 	return r
@@ -150,10 +151,10 @@ func TestBenchTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `task sum (function, 7 cases), 2 runs per side, 1 in flight, docker/runc
-SIDE           RUNS  PASS  FAIL  P50 MS  P90 MS  MAX MS  GRADES/MIN
-strict         2     2     0     900     1100    1100    60.0
-one-container  2     2     0     300     500     500     150.0
-strict/one-container: p50 3.00x, throughput 0.40x
+SIDE           RUNS  PASS  FAIL  P50 MS  P90 MS  MAX MS  GRADES/MIN  STREAM GRADES/MIN
+strict         2     2     0     900     1100    1100    60.0        50.0
+one-container  2     2     0     300     500     500     150.0       100.0
+strict/one-container: p50 3.00x, throughput 0.40x, stream throughput 0.50x
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
@@ -172,8 +173,9 @@ func TestBenchJSON(t *testing.T) {
 		Strict                          sideReport
 		OneContainer                    sideReport `json:"one_container"`
 		Ratio                           struct {
-			P50        float64 `json:"p50"`
-			Throughput float64 `json:"throughput"`
+			P50              float64 `json:"p50"`
+			Throughput       float64 `json:"throughput"`
+			StreamThroughput float64 `json:"stream_throughput"`
 		} `json:"strict_over_one_container"`
 		Disagreements []string
 	}
@@ -184,7 +186,7 @@ func TestBenchJSON(t *testing.T) {
 		t.Fatalf("%v\n%s", err, text)
 	}
 	if got.Task != "sum" || got.Kind != "function" || got.Cases != 7 || got.Submission != "sol" || got.Runtime != "docker/runc" || got.Runs != 2 || got.Parallel != 1 || got.Strict != r.Strict || got.OneContainer != r.OneContainer ||
-		got.Ratio.P50 != 3 || got.Ratio.Throughput != 0.4 || got.Disagreements == nil || len(got.Disagreements) != 0 {
+		got.Ratio.P50 != 3 || got.Ratio.Throughput != 0.4 || got.Ratio.StreamThroughput != 0.5 || got.Disagreements == nil || len(got.Disagreements) != 0 {
 		t.Errorf("JSON: %+v", got)
 	}
 	if !strings.Contains(text, `"disagreements": []`) {

@@ -19,8 +19,10 @@ import (
 )
 
 // drainTimeout bounds how long Run waits for the attach stream to end after
-// the container has stopped.
-const drainTimeout = 15 * time.Second
+// the container has stopped. The stream is capped; on an oversubscribed
+// host its last megabytes can take long to arrive (15 s was seen to fall
+// short at a load average of 25), and running out of time is an ERROR.
+const drainTimeout = time.Minute
 
 // Prepared is a hardened container that has been created, and its profile
 // checked, but not given its work: a phase can be made ready while another
