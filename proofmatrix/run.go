@@ -135,6 +135,12 @@ func Run(ctx context.Context, ctrl *controller.Controller, signer *attest.Signer
 	}
 	rep := &Report{Started: time.Now().UTC(), Runtime: ctrl.Backend().Runtime(), Entries: make([]Entry, len(jobs))}
 	sem := make(chan struct{}, opts.Parallel)
+	// Resource-exhaustion probes (class V9) run alone: each fills memory,
+	// processes, disk or output up to a limit, some of which are measured
+	// on the wall clock, so another probe's load beside one could decide
+	// its stopping layer (seen under gVisor: V9.3's strict run ending on
+	// its time limit while its compat run filled files beside it).
+	var alone sync.RWMutex
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
@@ -151,6 +157,13 @@ func Run(ctx context.Context, ctrl *controller.Controller, signer *attest.Signer
 				return
 			}
 			defer func() { <-sem }()
+			if j.p.Class == "V9" {
+				alone.Lock()
+				defer alone.Unlock()
+			} else {
+				alone.RLock()
+				defer alone.RUnlock()
+			}
 			e := runOne(ctx, env, j.p, j.t)
 			rep.Entries[i] = e
 			mu.Lock()

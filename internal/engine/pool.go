@@ -27,6 +27,11 @@ type pool struct {
 	mu     sync.Mutex
 	shapes map[string]*shape
 	closed bool
+	// running counts sandboxes taken from any shape and still running:
+	// while one runs, no shape is refilled (making sandboxes costs the
+	// cores and the daemon the running one uses, and a limit measured in
+	// wall-clock time must not depend on the pool's work).
+	running int
 	wg     sync.WaitGroup
 }
 
@@ -167,6 +172,7 @@ func (pl *pool) take(ctx context.Context, spec Spec, lim Limits) *Prepared {
 		got = p
 	}
 	if got != nil {
+		pl.running++
 		sh.inUse++
 		if sh.later != nil && sh.later.Stop() {
 			sh.refillDue = false
@@ -194,21 +200,26 @@ func (pl *pool) released(sh *shape) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	sh.inUse--
-	if sh.inUse > 0 || pl.closed {
+	pl.running--
+	if pl.running > 0 || pl.closed {
 		return
 	}
-	if sh.later != nil {
-		sh.later.Stop()
-	}
-	sh.refillDue = true
-	sh.later = time.AfterFunc(refillDelay, func() {
-		pl.mu.Lock()
-		defer pl.mu.Unlock()
-		sh.refillDue = false
-		if sh.inUse == 0 {
-			pl.refillLocked(sh)
+	// Nothing runs: every shape that wants sandboxes gets them, once
+	// nothing has run for refillDelay.
+	for _, o := range pl.shapes {
+		if o.later != nil {
+			o.later.Stop()
 		}
-	})
+		o.refillDue = true
+		o.later = time.AfterFunc(refillDelay, func() {
+			pl.mu.Lock()
+			defer pl.mu.Unlock()
+			o.refillDue = false
+			if pl.running == 0 {
+				pl.refillLocked(o)
+			}
+		})
+	}
 }
 
 // warm asks for n more sandboxes of a resolved spec's shape.
@@ -238,8 +249,12 @@ func (pl *pool) warm(spec Spec, lim Limits, n int) {
 }
 
 // refillLocked starts fillers for the shape, up to maxFillers, until the
-// sandboxes ready or being made reach what it wants.
+// sandboxes ready or being made reach what it wants; while a taken sandbox
+// runs it starts none (released refills once none runs).
 func (pl *pool) refillLocked(sh *shape) {
+	if pl.running > 0 {
+		return
+	}
 	for sh.filling < maxFillers && len(sh.ready)+sh.filling < pl.want(sh) {
 		if !pl.fillOneLocked(sh) {
 			return
@@ -287,9 +302,7 @@ func (pl *pool) fill(sh *shape) {
 		return
 	}
 	sh.ready = append(sh.ready, p)
-	if sh.inUse == 0 {
-		pl.refillLocked(sh)
-	}
+	pl.refillLocked(sh)
 	pl.mu.Unlock()
 }
 
