@@ -32,7 +32,7 @@ type pool struct {
 	// cores and the daemon the running one uses, and a limit measured in
 	// wall-clock time must not depend on the pool's work).
 	running int
-	wg     sync.WaitGroup
+	wg      sync.WaitGroup
 }
 
 // shape is the pooled sandboxes of one shape.
