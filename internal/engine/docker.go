@@ -59,7 +59,10 @@ type Docker struct {
 	poolRun string
 	initM   sync.Mutex
 	initVol string // the sginit volume, once made
-	pool    *pool
+	// initWG is UseInit's making of the volume in the background; Close
+	// waits for it before removing what it made.
+	initWG sync.WaitGroup
+	pool   *pool
 	// removals are the removals of ended sandboxes still under way.
 	removals sync.WaitGroup
 }
@@ -121,6 +124,7 @@ func (d *Docker) Close() error {
 	defer cancel()
 	d.pool.close(ctx)
 	d.removals.Wait()
+	d.initWG.Wait()
 	d.initM.Lock()
 	vol := d.initVol
 	d.initVol = ""

@@ -34,7 +34,24 @@ const (
 
 // UseInit sets the image holding sginit (Config.InitImage); call it before
 // the backend is used. Empty turns sginit off.
-func (d *Docker) UseInit(image string) { d.cfg.InitImage = image }
+func (d *Docker) UseInit(image string) {
+	d.cfg.InitImage = image
+	if image == "" {
+		return
+	}
+	// The sginit volume is made now, in the background, so that the first
+	// sandbox does not wait for it (initVolume serialises callers; one
+	// that finds it failed makes it again and reports the error).
+	d.initWG.Add(1)
+	go func() {
+		defer d.initWG.Done()
+		ctx, cancel := d.cleanupCtx(context.Background())
+		defer cancel()
+		if _, err := d.initVolume(ctx); err != nil {
+			d.log.Warn("engine: making the sginit volume ahead of time", "err", err)
+		}
+	}()
+}
 
 // usesInit reports whether spec's trees go through sginit.
 func (d *Docker) usesInit(spec Spec) bool { return len(spec.Trees) > 0 && d.cfg.InitImage != "" }
