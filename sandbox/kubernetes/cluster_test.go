@@ -98,8 +98,6 @@ func TestKubernetesConforms(t *testing.T) {
 				"session":                                  "sessions are ErrUnsupported",
 				"session files cross the firewall":         "sessions are ErrUnsupported",
 				"pids limit":                               "the pod API has no process limit; the kubelet's podPidsLimit applies",
-				"profile observed from inside, with trees": "trees become read-only volumes, and the volume loader's chmod of a tree's root fails (EPERM on /sg/m0, seen on the test cluster): open, issue 14",
-				"trees are laid out read-only":             "as for the profile with trees: the loader's EPERM on a tree's root; open, issue 14",
 				"stream out quota":                         "an emptyDir counts no inodes: a tree over the quota is refused on the way out (streamout.QuotaPolicy), which the suite checks only as UserSpaceKernel",
 			},
 		}

@@ -53,7 +53,12 @@ with tarfile.open(fileobj=src, mode="r|") as tf:
 for dest, mode in reversed(dirs):
     os.chmod(dest, mode)
 for r in roots:
-    os.chmod(r, 0o755)
+    try:
+        os.chmod(r, 0o755)
+    except PermissionError:
+        # The kubelet made this emptyDir's root (root's, mode 0777), not
+        # the loader: its mode stays, and the workload mounts it read-only.
+        pass
 # Wait for the go: the end of the input.
 while src.read(1 << 16):
     pass
