@@ -218,8 +218,24 @@ func (p *Prepared) Close(ctx context.Context) {
 // remove removes the container and what stands beside it: its stream-out
 // volume, its tree volumes, its streams.
 func (p *Prepared) remove(ctx context.Context) {
-	if p.armed != nil {
-		p.armed.release()
+	if a := p.armed; a != nil {
+		if !a.exited() {
+			// A started container that never ran, or one that still
+			// runs: killed, and its exit awaited, before it is removed.
+			// A forced removal of a running container whose streams
+			// were just closed left the daemon listing it "Removal In
+			// Progress" for good (three pooled containers, under load).
+			kctx, cancel := p.d.cleanupCtx(ctx)
+			if err := p.d.cli.ContainerKill(kctx, p.id, "SIGKILL"); err == nil {
+				select {
+				case <-a.gone:
+				case <-time.After(10 * time.Second):
+				case <-kctx.Done():
+				}
+			}
+			cancel()
+		}
+		a.release()
 	}
 	p.d.removeContainer(ctx, p.id)
 	p.d.removeStreamVolume(ctx, p.streamVol)
