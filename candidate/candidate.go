@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/strictgrade/strictgrade/firewall"
@@ -55,7 +56,12 @@ type Request struct {
 	// default they share one. Command and data cases always run in a
 	// fresh container each.
 	PerCase bool
-	Limits  Limits
+	// Parallel is how many of the phase's containers run at once when it
+	// runs more than one (a container per case); 0 or 1 runs them one
+	// after another. Each case keeps its own container, limits and wall
+	// clock either way; only the phase's elapsed time changes.
+	Parallel int
+	Limits   Limits
 	// Cases are the inputs of the cases, in the task's order.
 	Cases []Input
 }
@@ -381,7 +387,8 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 	// the case. An index of the task's own order inside the container
 	// would let the candidate undo the shuffle (from its inputs, or from
 	// the shim's frame).
-	for _, group := range groups {
+	return ph.each(ctx, out, len(groups), func(ctx context.Context, g int) (string, error) {
+		group := groups[g]
 		args := make([]json.RawMessage, len(group))
 		for j, i := range group {
 			args[j] = req.Cases[i].Args
@@ -391,12 +398,12 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 			"case_seconds": req.Limits.CaseTime.Seconds(), "cases": args,
 		})
 		if err != nil {
-			return err
+			return "", err
 		}
 		files := map[string][]byte{"shim.py": shim, "cases.json": spec}
 		s, err := ph.spec()
 		if err != nil {
-			return err
+			return "", err
 		}
 		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputsDir, Archive: tarFiles(files, []string{"cases.json", "shim.py"})})
 		s.Cmd = []string{"python3", "-I", InputsDir + "/shim.py"}
@@ -405,10 +412,8 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 		s.Limits.Wall = min(time.Duration(len(group))*req.Limits.CaseTime+5*time.Second, sandbox.MaxLimits.Wall)
 		res, err := ph.eng.Run(ctx, s)
 		if err != nil {
-			return err
+			return "", err
 		}
-		out.Containers++
-		out.ImageID = res.ImageID
 		records := splitRecords(res.Stdout, len(group))
 		rec := record(res)
 		for j, i := range group { // the j-th call was case i
@@ -424,8 +429,8 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 			}
 			out.Cases[i] = c
 		}
-	}
-	return nil
+		return res.ImageID, nil
+	})
 }
 
 // shimRecord is one call's line of the shim's output.
@@ -476,51 +481,111 @@ func smallInt(b []byte) (int, bool) {
 
 func (ph *phase) command(ctx context.Context, out *Outputs) error {
 	req := ph.req
-	for i, in := range req.Cases {
+	return ph.each(ctx, out, len(req.Cases), func(ctx context.Context, i int) (string, error) {
+		in := req.Cases[i]
 		s, err := ph.spec()
 		if err != nil {
-			return err
+			return "", err
 		}
 		s.Cmd = append([]string{ArtifactsDir + "/" + req.Command.Path}, in.Argv...)
 		s.Stdin = bytes.NewReader(in.Stdin)
 		res, err := ph.eng.Run(ctx, s)
 		if err != nil {
-			return err
+			return "", err
 		}
-		out.Containers++
-		out.ImageID = res.ImageID
 		out.Cases[i] = Case{Record: record(res), Stdout: res.Stdout, Stderr: res.Stderr}
-	}
-	return nil
+		return res.ImageID, nil
+	})
 }
 
 func (ph *phase) data(ctx context.Context, out *Outputs) error {
 	req := ph.req
-	for i, in := range req.Cases {
+	return ph.each(ctx, out, len(req.Cases), func(ctx context.Context, i int) (string, error) {
+		in := req.Cases[i]
 		order := slices.Sorted(maps.Keys(in.Files))
 		s, err := ph.spec()
 		if err != nil {
-			return err
+			return "", err
 		}
 		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputDir, Archive: tarFiles(in.Files, order), Policy: ioPolicy(req.Limits)})
 		s.Cmd = slices.Clone(req.Data.Argv)
 		s.StreamOut = outputQuota(req.Limits)
 		s.CollectPolicy = outputPolicy(req.Limits)
 		res, err := ph.eng.Run(ctx, s)
-		out.Containers++
 		if err != nil {
 			if errors.Is(err, sandbox.ErrCollect) {
 				out.Cases[i] = Case{Record: Record{Exit: schema.ExitExited, Refused: outputRejection(err)}, Rejection: err}
-				continue
+				return "", nil
 			}
-			return err
+			return "", err
 		}
-		out.ImageID = res.ImageID
 		got, err := filesUnder(res.Collected[OutputDir].Archive, "output")
 		if err != nil {
-			return fmt.Errorf("candidate: read collected outputs: %w", err)
+			return "", fmt.Errorf("candidate: read collected outputs: %w", err)
 		}
 		out.Cases[i] = Case{Record: record(res), Stdout: res.Stdout, Stderr: res.Stderr, Files: got}
+		return res.ImageID, nil
+	})
+}
+
+// each runs n containers of the phase, run(ctx, k) for k = 0 … n-1, at
+// most Request.Parallel at a time, and counts them in out. run writes only
+// its own slots of out and returns the image its container reported ("" if
+// none). The first error cancels the runs still going and is returned once
+// every run has ended, so no container of the phase outlives it. When the
+// containers disagree on their image, out.ImageID is one that differs from
+// the first, which the caller's check against the expected image refuses.
+func (ph *phase) each(ctx context.Context, out *Outputs, n int, run func(ctx context.Context, k int) (string, error)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	images := make([]string, n)
+	errs := make([]error, n)
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, max(ph.req.Parallel, 1))
+	var wg sync.WaitGroup
+	for k := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			images[k], errs[k] = run(ctx, k)
+			if errs[k] != nil {
+				mu.Lock()
+				if first == nil {
+					first = errs[k]
+				}
+				mu.Unlock()
+				cancel()
+			}
+		}()
 	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, id := range images {
+		if id == "" {
+			continue
+		}
+		if out.ImageID == "" {
+			out.ImageID = id
+		} else if id != out.ImageID {
+			out.ImageID = id
+			break
+		}
+	}
+	out.Containers += n
 	return nil
 }

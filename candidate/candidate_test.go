@@ -427,3 +427,82 @@ func TestRequestSaysHowToCall(t *testing.T) {
 		})
 	}
 }
+
+func TestParallelCasesKeepTheirSlots(t *testing.T) {
+	tk := loadExample(t, "wordfreq")
+	n := len(tk.Cases.Cases)
+	for _, parallel := range []int{0, 1, 3} {
+		t.Run(strconv.Itoa(parallel), func(t *testing.T) {
+			want := max(parallel, 1)
+			var running, peak atomic.Int32
+			full := make(chan struct{})
+			var once sync.Once
+			fake, img := newFake(t, func(p *sandboxtest.Proc) int {
+				now := running.Add(1)
+				defer running.Add(-1)
+				for {
+					old := peak.Load()
+					if now <= old || peak.CompareAndSwap(old, now) {
+						break
+					}
+				}
+				if int(now) == want {
+					once.Do(func() { close(full) })
+				}
+				// The first cases wait until as many run as may, so the
+				// peak is reached whatever the scheduler does.
+				select {
+				case <-full:
+				case <-time.After(5 * time.Second):
+				}
+				in, _ := io.ReadAll(p.Stdin)
+				fmt.Fprintf(p.Stdout, "%d:%s", len(in), in)
+				return 0
+			})
+			req := forTask(t, tk, Request{Run: "par", Image: img, Artifacts: artifact(t), Parallel: parallel})
+			out, err := Run(t.Context(), fake, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.Wait()
+			if got := int(peak.Load()); got != want {
+				t.Errorf("at most %d containers ran at once, want %d", got, want)
+			}
+			if out.Containers != n || out.ImageID != img {
+				t.Errorf("containers %d (want %d), image %q", out.Containers, n, out.ImageID)
+			}
+			for i, c := range tk.Cases.Cases {
+				if want := fmt.Sprintf("%d:%s", len(c.Stdin), c.Stdin); string(out.Cases[i].Stdout) != want {
+					t.Errorf("case %d holds %q, want %q", i, out.Cases[i].Stdout, want)
+				}
+			}
+			noLeftovers(t, fake, "par")
+		})
+	}
+}
+
+func TestParallelCasesStopTogether(t *testing.T) {
+	tk := loadExample(t, "wordfreq")
+	var started atomic.Int32
+	fake, img := newFake(t, func(p *sandboxtest.Proc) int {
+		started.Add(1)
+		<-p.Context().Done()
+		return 0
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	req := forTask(t, tk, Request{Run: "stop", Image: img, Artifacts: artifact(t), Parallel: 2})
+	req.Limits.CaseTime = time.Minute
+	go func() {
+		for started.Load() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	if _, err := Run(ctx, fake, req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if got := started.Load(); got != 2 {
+		t.Errorf("%d cases started after the cancel, want the 2 running then", got)
+	}
+	noLeftovers(t, fake, "stop")
+}

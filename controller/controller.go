@@ -50,6 +50,14 @@ type Config struct {
 	Signer *attest.Signer
 	// MaxInFlight bounds concurrent grades; default 2.
 	MaxInFlight int
+	// CaseParallel is how many candidate containers one grade runs at
+	// once for a task with a container per case (command and data tasks,
+	// function tasks with "isolation": "case"); default 2, and 1 runs
+	// them one after another. Every case keeps its own fresh container,
+	// limits and wall clock: this changes how long a grade takes, not
+	// what it checks. So up to MaxInFlight × CaseParallel candidate
+	// containers run at a time.
+	CaseParallel int
 	// Pool is how many started, never-used sandboxes the default Docker
 	// backend keeps ready per shape (ADR 0013); zero means MaxInFlight,
 	// negative keeps none beyond what each grade warms for itself (right
@@ -106,6 +114,9 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 2
+	}
+	if cfg.CaseParallel <= 0 {
+		cfg.CaseParallel = 2
 	}
 	if cfg.Disclosure != "" {
 		if _, err := schema.ParseDisclosure(string(cfg.Disclosure)); err != nil {
@@ -245,7 +256,7 @@ func (c *Controller) Grade(ctx context.Context, t Task, sub Submission) (*Result
 		}
 		return c.run(ctx, sub.Nonce, func(ctx context.Context, h grading.Header) (*outcome, error) {
 			out, err := strict.Grade(ctx, c.eng, strict.Request{Header: h, Task: tt, Dir: sub.Dir, Archive: sub.Archive,
-				Image: c.runtimeID, JudgeImage: c.judgeID, JudgeCmd: c.cfg.JudgeCmd, Disclosure: c.cfg.Disclosure})
+				Image: c.runtimeID, JudgeImage: c.judgeID, JudgeCmd: c.cfg.JudgeCmd, Disclosure: c.cfg.Disclosure, CaseParallel: c.cfg.CaseParallel})
 			if out == nil {
 				return nil, err
 			}

@@ -55,6 +55,10 @@ type Request struct {
 	// grade's policy is resolved with the task's (see
 	// controller.Config.Disclosure).
 	Disclosure schema.Disclosure
+	// CaseParallel is how many candidate containers of a task with a
+	// container per case run at once (candidate.Request.Parallel); 0 or
+	// 1 runs them one after another.
+	CaseParallel int
 }
 
 // Outcome is the result of Grade.
@@ -309,6 +313,7 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 		return nil, archive, fmt.Errorf("candidate phase: %w", err)
 	}
 	req.Run, req.Image, req.Artifacts, req.Nonce = g.req.Run, g.req.Image, archive, g.req.Nonce
+	req.Parallel = g.req.CaseParallel
 	outs, err := candidate.Run(ctx, g.eng, req)
 	g.timings.CandidateMS = time.Since(candStart).Milliseconds()
 	if err != nil {
