@@ -1,18 +1,143 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"strconv"
+
+	"github.com/strictgrade/strictgrade/controller"
+	"github.com/strictgrade/strictgrade/internal/images"
+	"github.com/strictgrade/strictgrade/sandbox/kubernetes"
 )
 
-// backendArgs chooses where sandboxes run: the flags every command that
-// grades shares.
+// Backend names the --backend flag takes.
+const (
+	backendDocker     = "docker"
+	backendKubernetes = "kubernetes"
+)
+
+// backendArgs chooses where sandboxes run and how a grade uses them: the
+// flags every command that grades shares.
 type backendArgs struct {
-	runtime string
+	backend      string
+	runtime      string
+	kubeconfig   string
+	namespace    string
+	node         string
+	caseParallel int
 }
 
 // register adds the backend flags to fs, defaulting from the environment.
 func (b *backendArgs) register(fs *flag.FlagSet) {
+	fs.StringVar(&b.backend, "backend", envOr("STRICTGRADE_BACKEND", backendDocker),
+		"where sandboxes run: docker (the daemon named by $DOCKER_HOST) or kubernetes (the cluster of --kubeconfig; strict tier only); $STRICTGRADE_BACKEND sets the default")
 	fs.StringVar(&b.runtime, "runtime", os.Getenv("STRICTGRADE_RUNTIME"),
-		"OCI runtime the Docker daemon runs sandboxes with, e.g. runsc for gVisor (default $STRICTGRADE_RUNTIME, else the daemon's default); refused when the daemon lacks it")
+		"OCI runtime the sandboxes run with, e.g. runsc for gVisor: on docker a runtime the daemon lists, on kubernetes a RuntimeClass name (default $STRICTGRADE_RUNTIME, else the default one); refused when missing")
+	fs.StringVar(&b.kubeconfig, "kubeconfig", "",
+		"kubernetes: the kubeconfig file (default $KUBECONFIG, then ~/.kube/config, then in-cluster)")
+	fs.StringVar(&b.namespace, "namespace", os.Getenv("STRICTGRADE_K8S_NAMESPACE"),
+		"kubernetes: the namespace that holds the pods; it must exist (default $STRICTGRADE_K8S_NAMESPACE, else the kubeconfig's)")
+	fs.StringVar(&b.node, "node", os.Getenv("STRICTGRADE_K8S_NODE"),
+		"kubernetes: bind every pod to this node instead of leaving it to the scheduler (default $STRICTGRADE_K8S_NODE)")
+	n, _ := strconv.Atoi(os.Getenv("STRICTGRADE_CASE_PARALLEL"))
+	fs.IntVar(&b.caseParallel, "case-parallel", n,
+		"how many containers of one grade run at once for a task with a container per case (default $STRICTGRADE_CASE_PARALLEL, else 2); 1 runs them one after another")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// check refuses a backend name or a combination of flags that cannot work,
+// before anything connects.
+func (b *backendArgs) check() error {
+	switch b.backend {
+	case backendDocker:
+		if b.kubeconfig != "" || b.node != "" {
+			return usagef("--kubeconfig and --node select a Kubernetes cluster; add --backend kubernetes")
+		}
+	case backendKubernetes:
+	default:
+		return usagef("--backend %q: want docker or kubernetes", b.backend)
+	}
+	if b.caseParallel < 0 {
+		return usagef("--case-parallel %d: want 1 or more (0 for the default)", b.caseParallel)
+	}
+	return nil
+}
+
+// configure fills cfg's backend for the chosen one and returns what to
+// call once the controller made from it is closed. Docker needs nothing
+// here (the controller connects itself); Kubernetes gets its backend, and
+// the runtime and judge images by the references `images build` tags them
+// with, which the cluster must hold (see .ci/cluster.sh): a cluster finds
+// no images by recipe, and nothing is built for it.
+func (b *backendArgs) configure(ctx context.Context, stdio IO, cfg *controller.Config) (func(), error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	cfg.CaseParallel = b.caseParallel
+	cfg.Runtime = b.runtime
+	if b.backend != backendKubernetes {
+		return func() {}, nil
+	}
+	if cfg.RuntimeImage == "" {
+		cfg.RuntimeImage = os.Getenv("STRICTGRADE_RUNTIME_IMAGE")
+	}
+	if cfg.JudgeImage == "" {
+		cfg.JudgeImage = os.Getenv("STRICTGRADE_JUDGE_IMAGE")
+	}
+	for _, s := range []struct {
+		ref *string
+		img images.Image
+	}{{&cfg.RuntimeImage, images.Python{}}, {&cfg.JudgeImage, images.Judge()}} {
+		if *s.ref != "" {
+			continue
+		}
+		ref, err := images.Ref(ctx, s.img)
+		if err != nil {
+			return nil, err
+		}
+		*s.ref = ref
+	}
+	kb, err := kubernetes.New(ctx, kubernetes.Config{
+		Kubeconfig: b.kubeconfig, Namespace: b.namespace, NodeName: b.node, RuntimeClass: b.runtime,
+		LoaderImage: cfg.RuntimeImage, Logger: stdio.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
+	}
+	cfg.Backend = kb
+	return func() { _ = kb.Close() }, nil
+}
+
+// open makes the controller the flags select for cfg. With build set and
+// the Docker backend, missing images are built first (newController); a
+// Kubernetes cluster's images are never built here. Call the returned
+// function when done: it closes the controller and the backend.
+func (b *backendArgs) open(ctx context.Context, stdio IO, cfg controller.Config, build bool) (*controller.Controller, func(), error) {
+	done, err := b.configure(ctx, stdio, &cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ctrl *controller.Controller
+	if build && cfg.Backend == nil {
+		ctrl, err = newController(ctx, stdio, cfg)
+	} else {
+		ctrl, err = controller.New(ctx, cfg)
+	}
+	if err != nil {
+		done()
+		if b.backend == backendKubernetes && errors.Is(err, controller.ErrImageMissing) {
+			return nil, nil, fmt.Errorf("%w (on Kubernetes the node must hold the images `strictgrade images build` tags: .ci/cluster.sh imports them)", err)
+		}
+		return nil, nil, err
+	}
+	return ctrl, func() { _ = ctrl.Close(); done() }, nil
 }

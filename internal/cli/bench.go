@@ -122,12 +122,12 @@ func runBench(ctx context.Context, args []string, stdio IO) error {
 	}
 	// controller.New, not newController: a bench must not build images
 	// (and time the build); a missing one is an error naming the command.
-	ctrl, err := controller.New(ctx, controller.Config{Signer: signer, MaxInFlight: a.parallel, Runtime: a.runtime,
-		RuntimeImage: os.Getenv("STRICTGRADE_RUNTIME_IMAGE"), JudgeImage: os.Getenv("STRICTGRADE_JUDGE_IMAGE")})
+	ctrl, closeCtrl, err := a.open(ctx, stdio, controller.Config{Signer: signer, MaxInFlight: a.parallel,
+		RuntimeImage: os.Getenv("STRICTGRADE_RUNTIME_IMAGE"), JudgeImage: os.Getenv("STRICTGRADE_JUDGE_IMAGE")}, false)
 	if err != nil {
 		return err
 	}
-	defer ctrl.Close()
+	defer closeCtrl()
 	base, err := newBaseline(ctrl.Backend(), ctrl.RuntimeImage(), t, sub)
 	if err != nil {
 		return err

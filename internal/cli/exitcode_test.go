@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,6 +74,18 @@ func TestExitCodes(t *testing.T) {
 			args: func(t *testing.T) []string {
 				return []string{"grade", "--task", sumTask, "--submission", sumHonest, "--key", encryptedKey(t)}
 			}},
+		{name: "usage: an unknown backend", code: ExitUsage, stderr: `--backend "nomad": want docker or kubernetes`,
+			args: fixed("grade", "--task", sumTask, "--submission", sumHonest, "--backend", "nomad")},
+		{name: "usage: a kubeconfig without the kubernetes backend", code: ExitUsage, stderr: "add --backend kubernetes",
+			args: fixed("grade", "--task", sumTask, "--submission", sumHonest, "--kubeconfig", "/nonexistent")},
+		{name: "usage: a negative --case-parallel", code: ExitUsage, stderr: "--case-parallel -1",
+			args: fixed("grade", "--task", sumTask, "--submission", sumHonest, "--case-parallel", "-1")},
+		{name: "usage: the compat tier's matrix on kubernetes", code: ExitUsage, stderr: "add --tier strict",
+			args: fixed("matrix", "--backend", "kubernetes")},
+		{name: "ERROR: API server unreachable", code: ExitError, stderr: "kubernetes backend: ",
+			args: func(t *testing.T) []string {
+				return []string{"grade", "--task", sumTask, "--submission", sumHonest, "--backend", "kubernetes", "--kubeconfig", deadCluster(t)}
+			}},
 		{name: "accepted", code: ExitOK, args: fixed("firewall", "check"), stdin: archive(tar.TypeReg)},
 		{name: "rejected", code: ExitFail, stderr: "strictgrade firewall check: ", args: fixed("firewall", "check"), stdin: archive(tar.TypeSymlink)},
 		{name: "help", code: ExitOK, args: fixed("images", "--help")},
@@ -95,6 +108,24 @@ func TestExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deadCluster writes a kubeconfig naming an API server nobody serves.
+func deadCluster(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // the port is now refused
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://" + addr + "\n    insecure-skip-tls-verify: true\n" +
+		"contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n    namespace: default\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: x\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func fixed(args ...string) func(*testing.T) []string {

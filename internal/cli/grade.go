@@ -104,13 +104,13 @@ func runGrade(ctx context.Context, args []string, stdio IO) error {
 	}
 	defer closeSub()
 	sub.Nonce = a.nonce
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Disclosure: policy, Runtime: a.runtime,
+	ctrl, closeCtrl, err := a.open(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Disclosure: policy,
 		// One grade: start what it uses, keep nothing ready after it.
-		Pool: -1})
+		Pool: -1}, true)
 	if err != nil {
 		return err
 	}
-	defer ctrl.Close()
+	defer closeCtrl()
 	if ct, ok := t.(*compat.Task); ok {
 		sub.Baseline = compatBaseline(stdio, "grade", ct, ctrl.RuntimeImage())
 	}

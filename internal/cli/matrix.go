@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/strictgrade/strictgrade/attest"
@@ -127,6 +128,9 @@ func parseMatrix(args []string, stdio IO) (*matrixArgs, error) {
 	default:
 		return nil, usagef("unknown tier %q", *tier)
 	}
+	if a.backend == backendKubernetes && slices.Contains(a.tiers, proofmatrix.Compat) {
+		return nil, usagef("the kubernetes backend grades the strict tier only (no sessions for the compat tier yet): add --tier strict")
+	}
 	if *runRe != "" {
 		re, err := regexp.Compile(*runRe)
 		if err != nil {
@@ -166,17 +170,17 @@ func (a *matrixArgs) run(ctx context.Context, stdio IO) (*proofmatrix.Report, er
 	if err != nil {
 		return nil, err
 	}
-	cfg := controller.Config{Signer: signer, MaxInFlight: a.parallel, Runtime: a.runtime}
+	cfg := controller.Config{Signer: signer, MaxInFlight: a.parallel}
 	if a.judgeImage != "" {
 		cfg.JudgeImage = a.judgeImage
 		cfg.JudgeCmd = strings.Fields(a.judgeCmd)
 	}
 	fmt.Fprintln(stdio.Stderr, "matrix: preparing the controller")
-	ctrl, err := newController(ctx, stdio, cfg)
+	ctrl, closeCtrl, err := a.open(ctx, stdio, cfg, true)
 	if err != nil {
 		return nil, err
 	}
-	defer ctrl.Close()
+	defer closeCtrl()
 	return proofmatrix.Run(ctx, ctrl, signer, proofmatrix.Options{Tiers: a.tiers, Filter: a.filter, Parallel: a.parallel, Progress: stdio.Stderr, KeyPEM: priv})
 }
 

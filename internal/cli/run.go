@@ -111,11 +111,11 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	}
 	// One slog line per grade event would bury the progress: warnings only.
 	quiet := slog.New(slog.NewTextHandler(stdio.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: quiet, MaxInFlight: a.parallel, Runtime: a.runtime})
+	ctrl, closeCtrl, err := a.open(ctx, stdio, controller.Config{Signer: signer, Logger: quiet, MaxInFlight: a.parallel}, true)
 	if err != nil {
 		return err
 	}
-	defer ctrl.Close()
+	defer closeCtrl()
 	opts.Controller = ctrl
 	opts.Baselines = runBaselines(stdio, opts.Tasks, ctrl.RuntimeImage())
 	prog := newRunProgress(stdio.Stderr)

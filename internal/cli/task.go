@@ -320,11 +320,11 @@ func runChecks(ctx context.Context, stdio IO, a *taskCheckArgs, t controller.Tas
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
+	ctrl, closeCtrl, err := a.open(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log}, true)
 	if err != nil {
 		return err
 	}
-	defer ctrl.Close()
+	defer closeCtrl()
 	graded, runErr := run(ctrl)
 	checks := append(pre, graded...)
 	decision := decideChecks(checks)
@@ -426,11 +426,11 @@ func checkCompatBaseline(ctx context.Context, stdio IO, a *taskCheckArgs, t *com
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
+	ctrl, closeCtrl, err := a.open(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log}, true)
 	if err != nil {
 		return err
 	}
-	defer ctrl.Close()
+	defer closeCtrl()
 	res, checkErr := ctrl.CheckCompat(ctx, t)
 	if res == nil {
 		return checkErr

@@ -95,11 +95,11 @@ func runTaskImport(ctx context.Context, args []string, stdio IO) error {
 	res, err := swebench.Import(ctx, in, swebench.Options{
 		Repo: a.repo, Out: a.out, Limits: a.limits, Logger: stdio.Log,
 		Check: func(ctx context.Context, t *compat.Task, reference []byte) error {
-			ctrl, err := newController(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log, Runtime: a.runtime})
+			ctrl, closeCtrl, err := a.open(ctx, stdio, controller.Config{Signer: signer, Logger: stdio.Log}, true)
 			if err != nil {
 				return err
 			}
-			defer ctrl.Close()
+			defer closeCtrl()
 			var runErr error
 			checks, runErr = compatChecks(ctx, stdio, ctrl, t, reference)
 			decision = decideChecks(checks)
