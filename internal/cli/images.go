@@ -124,12 +124,16 @@ func newController(ctx context.Context, stdio IO, cfg controller.Config) (*contr
 	if cfg.JudgeImage == "" {
 		cfg.JudgeImage = os.Getenv("STRICTGRADE_JUDGE_IMAGE")
 	}
-	var todo []images.Image
+	type want struct {
+		ref *string
+		img images.Image
+	}
+	var todo []want
 	if cfg.RuntimeImage == "" {
-		todo = append(todo, images.Python{})
+		todo = append(todo, want{&cfg.RuntimeImage, images.Python{}})
 	}
 	if cfg.JudgeImage == "" {
-		todo = append(todo, images.Judge())
+		todo = append(todo, want{&cfg.JudgeImage, images.Judge()})
 	}
 	if len(todo) > 0 {
 		eng, err := engine.NewDocker(ctx, engine.Config{Logger: stdio.Log})
@@ -137,10 +141,14 @@ func newController(ctx context.Context, stdio IO, cfg controller.Config) (*contr
 			return nil, err
 		}
 		defer eng.Close()
-		for _, img := range todo {
-			if _, err := images.Ensure(ctx, eng, img, stdio.Stderr); err != nil {
+		for _, w := range todo {
+			// The ID found (or built) is the one the controller runs:
+			// it need not look the recipe up again.
+			id, err := images.Ensure(ctx, eng, w.img, stdio.Stderr)
+			if err != nil {
 				return nil, err
 			}
+			*w.ref = id
 		}
 	}
 	return controller.New(ctx, cfg)

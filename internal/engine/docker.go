@@ -58,7 +58,9 @@ type Docker struct {
 	// run: the sginit volume and pooled sandboxes.
 	poolRun string
 	initM   sync.Mutex
-	initVol string // the sginit volume, once made
+	initVol string // the sginit volume, once found or made
+	// sginitPrefix names the sginit volumes (a test's own in tests).
+	sginitPrefix string
 	// initWG is UseInit's making of the volume in the background; Close
 	// waits for it before removing what it made.
 	initWG sync.WaitGroup
@@ -114,26 +116,19 @@ func NewDocker(ctx context.Context, cfg Config) (*Docker, error) {
 		return nil, err
 	}
 	d.pool = newPool(d)
+	d.sginitPrefix = sginitPrefix
 	return d, nil
 }
 
-// Close drains the pool, removes the sginit volume and releases the
-// client's connections.
+// Close drains the pool and releases the client's connections. The sginit
+// volume stays for the daemon's next backend (initVolume).
 func (d *Docker) Close() error {
 	ctx, cancel := d.cleanupCtx(context.Background())
 	defer cancel()
 	d.pool.close(ctx)
 	d.removals.Wait()
 	d.initWG.Wait()
-	d.initM.Lock()
-	vol := d.initVol
-	d.initVol = ""
-	d.initM.Unlock()
-	var err error
-	if vol != "" {
-		err = d.RemoveVolume(ctx, vol)
-	}
-	return errors.Join(err, d.cli.Close())
+	return d.cli.Close()
 }
 
 // Info returns what the preflight found.
@@ -382,6 +377,11 @@ func (d *Docker) gc(ctx context.Context, opts GCOptions, now time.Time, p probe)
 			}
 		}
 		rep.Volumes = append(rep.Volumes, v.Name)
+	}
+	if opts.Run == "" {
+		if err := d.gcInit(ctx, opts.All, opts.DryRun, &rep); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	slices.Sort(rep.Containers)
 	slices.Sort(rep.Volumes)

@@ -1,5 +1,7 @@
 package engine
 
+import "context"
+
 // PoolRun is the run label of what the backend makes for itself.
 func (d *Docker) PoolRun() string { return d.poolRun }
 
@@ -14,4 +16,18 @@ func (d *Docker) PooledIDs() []string {
 		}
 	}
 	return ids
+}
+
+// UseSginitPrefix names the backend's sginit volumes with prefix, so that a
+// test's own stay apart from the daemon's shared ones. Call it first.
+func (d *Docker) UseSginitPrefix(prefix string) { d.sginitPrefix = prefix }
+
+// InitVolume finds or makes the sginit volume.
+func (d *Docker) InitVolume(ctx context.Context) (string, error) { return d.initVolume(ctx) }
+
+// GCInit is GC's part for the sginit volumes of the backend's prefix.
+func (d *Docker) GCInit(ctx context.Context, all bool) ([]string, error) {
+	var rep GCReport
+	err := d.gcInit(ctx, all, false, &rep)
+	return rep.Volumes, err
 }

@@ -278,6 +278,7 @@ func (pl *pool) fillOneLocked(sh *shape) bool {
 // still wants one.
 func (pl *pool) fill(sh *shape) {
 	defer pl.wg.Done()
+	began := time.Now()
 	p, err := pl.d.create(pl.ctx, sh.spec, sh.lim)
 	if err == nil {
 		var a *armed
@@ -304,6 +305,7 @@ func (pl *pool) fill(sh *shape) {
 	sh.ready = append(sh.ready, p)
 	pl.refillLocked(sh)
 	pl.mu.Unlock()
+	pl.d.log.Debug("engine: pool: ready", "phase", sh.spec.Phase, "ms", time.Since(began).Milliseconds())
 }
 
 // keyOf finds a shape's key (shapes are few).

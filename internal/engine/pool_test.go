@@ -6,6 +6,8 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,5 +188,107 @@ func TestPoolCloseDrains(t *testing.T) {
 	}
 	if len(cs)+len(vs.Volumes) != 0 {
 		t.Errorf("after Close: %d containers and %d volumes of the pool remain", len(cs), len(vs.Volumes))
+	}
+}
+
+// TestSginitVolumeShared: backends on one daemon share one sginit volume,
+// published once however many race to make it; it outlives them; a marker
+// naming a volume that is gone is replaced; GC removes the ones whose init
+// image is gone.
+func TestSginitVolumeShared(t *testing.T) {
+	ctx := t.Context()
+	initImage, err := images.Ensure(ctx, eng, images.Init(), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "sgtest-sginit-" + time.Now().Format("150405.000000")[7:] + "-"
+	ours := func() []string {
+		vs, err := dockerClient(t).VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", engine.LabelSginit))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, v := range vs.Volumes {
+			if strings.HasPrefix(v.Name, prefix) {
+				names = append(names, v.Name)
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	backend := func() *engine.Docker {
+		d, err := engine.NewDocker(context.Background(), engine.Config{InitImage: initImage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.UseSginitPrefix(prefix)
+		return d
+	}
+	gcAll := func() {
+		d := backend()
+		defer d.Close()
+		if removed, err := d.GCInit(context.Background(), true); err != nil || len(removed) == 0 {
+			t.Errorf("GC removed %v: %v", removed, err)
+		}
+	}
+	t.Cleanup(gcAll)
+
+	const racers = 4
+	got := make([]string, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			d := backend()
+			defer d.Close()
+			if got[i], err = d.InitVolume(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for _, v := range got {
+		if v != got[0] {
+			t.Fatalf("racing backends got different volumes: %v", got)
+		}
+	}
+	left := ours()
+	if len(left) != 2 || !slices.Contains(left, got[0]) {
+		t.Fatalf("after the race and Close: %v, want the marker and %s", left, got[0])
+	}
+	d := backend()
+	again, err := d.InitVolume(ctx)
+	d.Close()
+	if err != nil || again != got[0] {
+		t.Fatalf("a later backend got %q (%v), want the shared %s", again, err, got[0])
+	}
+
+	// A marker whose volume is gone is replaced, not trusted.
+	if err := dockerClient(t).VolumeRemove(ctx, got[0], false); err != nil {
+		t.Fatal(err)
+	}
+	d = backend()
+	fresh, err := d.InitVolume(ctx)
+	d.Close()
+	if err != nil || fresh == got[0] || !strings.HasPrefix(fresh, prefix) {
+		t.Fatalf("after the volume went: %q (%v)", fresh, err)
+	}
+
+	// GC keeps the volumes of an image that exists and removes the rest.
+	stale := prefix + "0000"
+	if _, err := dockerClient(t).VolumeCreate(ctx, volume.CreateOptions{Name: stale, Driver: "local",
+		Labels: map[string]string{engine.LabelSginit: "sha256:" + strings.Repeat("0", 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	d = backend()
+	removed, err := d.GCInit(ctx, false)
+	d.Close()
+	if err != nil || !slices.Equal(removed, []string{stale}) {
+		t.Fatalf("GC removed %v (%v), want only %s", removed, err, stale)
+	}
+	if left := ours(); len(left) != 2 || !slices.Contains(left, fresh) {
+		t.Fatalf("after GC: %v", left)
 	}
 }

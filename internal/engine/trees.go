@@ -3,14 +3,18 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/strslice"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/errdefs"
 
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/initproto"
@@ -56,20 +60,100 @@ func (d *Docker) UseInit(image string) {
 // usesInit reports whether spec's trees go through sginit.
 func (d *Docker) usesInit(spec Spec) bool { return len(spec.Trees) > 0 && d.cfg.InitImage != "" }
 
-// initVolume returns the volume holding the sginit binary, made once per
-// backend from the init image: a never-started container of that image
-// mounts a fresh volume over /bin, which the daemon fills with the image's
-// /bin (root's, mode 0755). The volume is removed by Close.
+// The sginit volumes: a volume filled with the init image's /bin, and a
+// marker volume that names it once it is complete. Both are named and
+// labelled by the init image's ID, shared by every backend on the daemon
+// and kept when a backend closes, so a process that grades once does not
+// make one on its critical path. They carry no managed label: no run owns
+// them; GC removes those whose init image is gone (and all with
+// GCOptions.All).
+const (
+	// LabelSginit holds the init image ID the volume was filled from.
+	LabelSginit = "dev.strictgrade.sginit"
+	// labelSginitVolume, on a marker, names the filled volume.
+	labelSginitVolume = "dev.strictgrade.sginit.volume"
+	sginitPrefix      = "strictgrade-sginit-"
+)
+
+// initVolume returns the volume holding the sginit binary for the
+// backend's init image: the daemon's shared one when its marker names a
+// volume that exists, else a new one, filled and then published. Of
+// processes that race to publish, the first marker wins and the others
+// remove what they filled; a volume is used only once a marker names it,
+// so none is ever used half filled.
 func (d *Docker) initVolume(ctx context.Context) (string, error) {
 	d.initM.Lock()
 	defer d.initM.Unlock()
 	if d.initVol != "" {
 		return d.initVol, nil
 	}
-	vol, err := d.NewVolume(ctx, d.poolRun, "init")
+	began := time.Now()
+	img, err := d.cli.ImageInspect(ctx, d.cfg.InitImage)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("engine: the init image %s: %w", d.cfg.InitImage, err)
 	}
+	digest, ok := strings.CutPrefix(img.ID, "sha256:")
+	if !ok || len(digest) < 24 {
+		return "", fmt.Errorf("engine: the init image has an unexpected ID %q", img.ID)
+	}
+	marker := d.sginitPrefix + digest[:24]
+	for attempt := 0; ; attempt++ {
+		vol, err := d.sharedInit(ctx, marker)
+		if err != nil {
+			return "", err
+		}
+		if vol == "" {
+			if vol, err = d.publishInit(ctx, marker, img.ID); err != nil {
+				return "", err
+			}
+		}
+		if vol != "" {
+			d.initVol = vol
+			d.log.Debug("engine: sginit volume ready", "volume", vol, "ms", time.Since(began).Milliseconds())
+			return vol, nil
+		}
+		if attempt == 2 {
+			return "", fmt.Errorf("engine: the sginit volume %s kept disappearing", marker)
+		}
+	}
+}
+
+// sharedInit returns the filled volume marker names, or "" when there is
+// no marker or it names a volume that is gone (then the marker goes too).
+func (d *Docker) sharedInit(ctx context.Context, marker string) (string, error) {
+	m, err := d.cli.VolumeInspect(ctx, marker)
+	if errdefs.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("engine: inspect the sginit marker: %w", err)
+	}
+	vol := m.Labels[labelSginitVolume]
+	if vol != "" && strings.HasPrefix(vol, marker+"-") {
+		if _, err := d.cli.VolumeInspect(ctx, vol); err == nil {
+			return vol, nil
+		} else if !errdefs.IsNotFound(err) {
+			return "", fmt.Errorf("engine: inspect the sginit volume: %w", err)
+		}
+	}
+	_ = d.RemoveVolume(ctx, marker)
+	return "", nil
+}
+
+// publishInit fills a fresh volume from the init image and publishes it
+// under marker. It returns the volume the marker names afterwards (another
+// process's, if that one published first), or "" when that one is already
+// gone.
+func (d *Docker) publishInit(ctx context.Context, marker, imageID string) (string, error) {
+	vol := marker + "-" + randomSuffix()
+	cctx, cancel := d.cleanupCtx(ctx)
+	defer cancel()
+	if _, err := d.cli.VolumeCreate(cctx, volume.CreateOptions{Name: vol, Driver: "local", Labels: map[string]string{LabelSginit: imageID}}); err != nil {
+		return "", fmt.Errorf("engine: create the sginit volume: %w", err)
+	}
+	// A never-started container of the init image mounts the empty
+	// volume over /bin; the daemon fills it with the image's /bin
+	// (root's, mode 0755).
 	lim, _ := Limits{}.Resolve()
 	spec := Spec{
 		Run: d.poolRun, Phase: "init", Image: d.cfg.InitImage, Cmd: []string{"/bin/sginit"},
@@ -82,11 +166,71 @@ func (d *Docker) initVolume(ctx context.Context) (string, error) {
 		d.removeContainer(ctx, id)
 	}
 	if err != nil {
-		_ = d.RemoveVolume(ctx, vol)
+		_ = d.RemoveVolume(cctx, vol)
 		return "", fmt.Errorf("engine: make the sginit volume from %s: %w", d.cfg.InitImage, err)
 	}
-	d.initVol = vol
+	// Creating a volume under an existing name returns the existing one,
+	// labels and all: the first marker stands.
+	m, err := d.cli.VolumeCreate(cctx, volume.CreateOptions{Name: marker, Driver: "local",
+		Labels: map[string]string{LabelSginit: imageID, labelSginitVolume: vol}})
+	if err != nil {
+		_ = d.RemoveVolume(cctx, vol)
+		return "", fmt.Errorf("engine: publish the sginit volume: %w", err)
+	}
+	if won := m.Labels[labelSginitVolume]; won != vol {
+		_ = d.RemoveVolume(cctx, vol)
+		return d.sharedInit(ctx, marker)
+	}
 	return vol, nil
+}
+
+// gcInit removes the sginit volumes whose init image is gone, or every one
+// with all, markers before the volumes they name. One still mounted stays
+// (the removal's error is returned).
+func (d *Docker) gcInit(ctx context.Context, all, dryRun bool, rep *GCReport) error {
+	vs, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSginit))})
+	if err != nil {
+		return fmt.Errorf("engine: list sginit volumes: %w", err)
+	}
+	gone := map[string]bool{}
+	pick := func(img string) bool {
+		if all {
+			return true
+		}
+		g, seen := gone[img]
+		if !seen {
+			_, err := d.cli.ImageInspect(ctx, img)
+			g = errdefs.IsNotFound(err)
+			gone[img] = g
+		}
+		return g
+	}
+	// Markers first: a filled volume is never left named by a marker
+	// while being removed.
+	slices.SortStableFunc(vs.Volumes, func(a, b *volume.Volume) int {
+		am, bm := a.Labels[labelSginitVolume] != "", b.Labels[labelSginitVolume] != ""
+		switch {
+		case am && !bm:
+			return -1
+		case bm && !am:
+			return 1
+		}
+		return 0
+	})
+	var errs []error
+	for _, v := range vs.Volumes {
+		if !strings.HasPrefix(v.Name, d.sginitPrefix) || !pick(v.Labels[LabelSginit]) {
+			continue
+		}
+		if !dryRun {
+			if err := d.RemoveVolume(ctx, v.Name); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		rep.Volumes = append(rep.Volumes, v.Name)
+	}
+	return errors.Join(errs...)
 }
 
 // initArgv is the command the frame carries: the spec's, wrapped for
