@@ -55,7 +55,7 @@ type Docker struct {
 	loaderM sync.Mutex
 	loader  string // image ID of the loader image, once made
 	// poolRun labels what the backend makes for itself rather than for a
-	// run: the sginit volume and pooled sandboxes.
+	// run: pooled sandboxes and the container that fills the sginit volume.
 	poolRun string
 	initM   sync.Mutex
 	initVol string // the sginit volume, once found or made

@@ -43,9 +43,10 @@ func (d *Docker) UseInit(image string) {
 	if image == "" {
 		return
 	}
-	// The sginit volume is made now, in the background, so that the first
-	// sandbox does not wait for it (initVolume serialises callers; one
-	// that finds it failed makes it again and reports the error).
+	// The sginit volume is found (or made) now, in the background, so
+	// that the first sandbox does not wait for it (initVolume serialises
+	// callers; one that finds it failed tries again and reports the
+	// error).
 	d.initWG.Add(1)
 	go func() {
 		defer d.initWG.Done()
