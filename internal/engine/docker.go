@@ -244,12 +244,31 @@ func (d *Docker) RemoveVolume(ctx context.Context, name string) error {
 
 // removeContainer force-removes a container on a cleanup context and logs
 // (rather than returns) a failure: GC is the backstop.
+//
+// A removal can fail on the daemon's side while it still writes the
+// container's state just after the exit ("unable to remove filesystem …:
+// directory not empty"); the daemon then lists the container as dead,
+// "Removal In Progress", until someone removes it again. So a failed
+// removal is tried again, with growing pauses, until the cleanup context
+// ends.
 func (d *Docker) removeContainer(ctx context.Context, id string) {
 	cctx, cancel := d.cleanupCtx(ctx)
 	defer cancel()
-	err := d.cli.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !errdefs.IsNotFound(err) {
+	pause := 100 * time.Millisecond
+	for {
+		err := d.cli.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || errdefs.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-time.After(pause):
+			pause = min(2*pause, 2*time.Second)
+			d.log.Debug("container removal failed; trying again", "container", id, "err", err)
+			continue
+		case <-cctx.Done():
+		}
 		d.log.Warn("container removal failed", "container", id, "err", err)
+		return
 	}
 }
 

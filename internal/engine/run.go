@@ -221,10 +221,10 @@ func (p *Prepared) remove(ctx context.Context) {
 	if a := p.armed; a != nil {
 		if !a.exited() {
 			// A started container that never ran, or one that still
-			// runs: killed, and its exit awaited, before it is removed.
-			// A forced removal of a running container whose streams
-			// were just closed left the daemon listing it "Removal In
-			// Progress" for good (three pooled containers, under load).
+			// runs: killed, and its exit awaited, before it is removed,
+			// so that the removal does not race the daemon's own work
+			// on the exit (removeContainer retries the ones that still
+			// do).
 			kctx, cancel := p.d.cleanupCtx(ctx)
 			if err := p.d.cli.ContainerKill(kctx, p.id, "SIGKILL"); err == nil {
 				select {
