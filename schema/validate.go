@@ -69,6 +69,11 @@ func lookupVersion(id string) *version {
 // current is the schema new verdicts follow.
 var current = lookupVersion(ID)
 
+// Preload compiles the current verdict schema now, so that the first
+// Validate does not spend the time; a grade calls it while its sandboxes
+// start. Safe from any goroutine, and once compiled it does nothing.
+func Preload() { current.load() }
+
 // JSON returns a copy of the current verdict schema (verdict-v2.json).
 func JSON() []byte { return bytes.Clone(current.json) }
 

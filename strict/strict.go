@@ -272,6 +272,9 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	// prepared while the candidate runs.
 	warmer, canWarm := g.eng.(sandbox.Warmer)
 	pooledJudge := canWarm && warmer.Warm(ctx, g.judgeSpec(nil), 1)
+	// The verdict's schema compiles while the sandboxes start, not after
+	// the judge has answered.
+	go schema.Preload()
 	// Everything the judge's preparation makes is registered in cl as it
 	// is made, and removed on every path once the preparation is over.
 	cl := &sandbox.Cleanup{}
