@@ -89,6 +89,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		{"stream out quota", (*suite).streamOutQuota},
 		{"stream out after a kill", (*suite).streamOutKilled},
 		{"prepared sandbox runs once", (*suite).prepared},
+		{"prepared sandbox sees a volume's later content", (*suite).preparedLateVolume},
 		{"session", (*suite).session},
 		{"session files cross the firewall", (*suite).sessionFiles},
 		{"labels and gc", (*suite).labelsGC},
@@ -614,6 +615,33 @@ func (s *suite) prepared(t *testing.T) {
 	}
 	unused.Close(t.Context())
 	unused.Close(t.Context())
+}
+
+// preparedLateVolume checks that what is copied into a volume between
+// Prepare and Run is what the workload finds: the strict tier prepares its
+// judge before the candidate's outputs exist (ADR 0010).
+func (s *suite) preparedLateVolume(t *testing.T) {
+	vol := s.volume(t)
+	spec := s.probe("tree", "/v")
+	spec.Mounts = []sandbox.Mount{{Volume: vol, Target: "/v", ReadOnly: true}}
+	spec.Stdin = strings.NewReader("from stdin\n")
+	p, err := s.Backend.Prepare(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	if _, err := s.Backend.CopyIn(t.Context(), s.run, vol, bytes.NewReader(files("a.txt", "alpha", "sub/b.txt", "beta")), sandbox.CopyInOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "read a.txt: \"alpha\" false\nread sub/b.txt: \"beta\" false\n" +
+		"write a.txt: refused=true\nwrite new.txt: refused=true\nwrite sub/new.txt: refused=true\nfrom stdin\n"
+	if res.Exit != sandbox.ExitExited || res.Code != 0 || string(res.Stdout) != want {
+		t.Errorf("%s (%d)\nstdout %q\nwant   %q\nstderr %q", res.Exit, res.Code, res.Stdout, want, res.Stderr)
+	}
 }
 
 func (s *suite) startSession(t *testing.T) (sandbox.Session, string) {

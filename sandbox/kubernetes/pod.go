@@ -37,8 +37,8 @@ type podParams struct {
 	spec      sandbox.Spec // validated; StreamOut resolved
 	lim       sandbox.Limits
 	cfg       Config
-	// mountBytes is, per spec mount, the bytes of its archives, which
-	// size its emptyDir.
+	// mountBytes is, per spec mount, the room its emptyDir gets: its
+	// archives' bytes at Prepare, plus what the workload may write.
 	mountBytes []int64
 	owner      map[string]string
 }

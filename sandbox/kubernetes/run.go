@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -112,25 +111,16 @@ func (b *Backend) prepare(ctx context.Context, spec sandbox.Spec) (_ *prepared, 
 	if err != nil {
 		return nil, err
 	}
-	mounts := make([][]string, len(spec.Mounts))
+	// The volumes' content goes to the loader when Run begins, so that
+	// what a caller copies into a volume between Prepare and Run is there
+	// (as it is on Docker, whose volumes are live). Their size now, and
+	// the room a workload's own files get, size their emptyDirs.
 	sizes := make([]int64, len(spec.Mounts))
 	for i, m := range spec.Mounts {
-		if mounts[i], sizes[i], err = b.vols.archives(m.Volume); err != nil {
+		if _, sizes[i], err = b.vols.archives(m.Volume); err != nil {
 			return nil, err
 		}
-	}
-	load, err := os.CreateTemp("", "strictgrade-load-*.tar")
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes: staging file: %w", err)
-	}
-	os.Remove(load.Name()) // the open file is all that is needed
-	if err := writeLoad(load, mounts); err != nil {
-		load.Close()
-		return nil, err
-	}
-	if _, err := load.Seek(0, io.SeekStart); err != nil {
-		load.Close()
-		return nil, err
+		sizes[i] += lim.FileBytes
 	}
 	name := podName(spec.Run, spec.Phase)
 	pod := buildPod(podParams{name: name, namespace: b.cfg.Namespace, spec: spec, lim: lim, cfg: b.cfg, mountBytes: sizes, owner: ownerAnnotations()})
@@ -138,7 +128,6 @@ func (b *Backend) prepare(ctx context.Context, spec sandbox.Spec) (_ *prepared, 
 	// timed out on the client may still have made the pod.
 	defer func() {
 		if err != nil {
-			load.Close()
 			_ = b.deletePod(ctx, name)
 		}
 	}()
@@ -168,10 +157,35 @@ func (b *Backend) prepare(ctx context.Context, spec sandbox.Spec) (_ *prepared, 
 	p := &prepared{b: b, name: name, spec: spec, lim: lim, gate: gw, stop: stop,
 		loadErr: &capbuf.Buffer{Max: 4 << 10}, loadRes: make(chan error, 1)}
 	go func() {
-		defer load.Close()
-		p.loadRes <- b.attach(actx, name, loadContainer, io.MultiReader(load, gr), p.loadErr)
+		err := b.attach(actx, name, loadContainer, gr, p.loadErr)
+		// A writer still sending the volumes must not wait for a reader
+		// that is gone.
+		if err != nil {
+			gr.CloseWithError(err)
+		} else {
+			gr.CloseWithError(errors.New("kubernetes: the loader's input ended"))
+		}
+		p.loadRes <- err
 	}()
 	return p, nil
+}
+
+// sendVolumes writes the loader's input, every mount's archives as they
+// are now, and ends it.
+func (p *prepared) sendVolumes() error {
+	mounts := make([][]string, len(p.spec.Mounts))
+	for i, m := range p.spec.Mounts {
+		var err error
+		if mounts[i], _, err = p.b.vols.archives(m.Volume); err != nil {
+			p.gate.CloseWithError(err)
+			return err
+		}
+	}
+	if err := writeLoad(p.gate, mounts); err != nil {
+		p.gate.CloseWithError(err)
+		return fmt.Errorf("kubernetes: pod %s: sending the volumes: %w", p.name, err)
+	}
+	return p.gate.Close()
 }
 
 // Close implements sandbox.Prepared.
@@ -222,7 +236,9 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 		_ = b.deletePod(ctx, name)
 	}()
 
-	p.gate.Close()
+	if err := p.sendVolumes(); err != nil {
+		return nil, err
+	}
 	started, err := b.waitPod(ctx, name, b.cfg.StartTimeout, "workload started", func(pod *corev1.Pod) (bool, error) {
 		if cs := containerStatus(pod, loadContainer); cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
 			msg, _ := p.loadErr.Result()
