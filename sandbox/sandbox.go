@@ -33,6 +33,16 @@ type Prepared interface {
 	Close(ctx context.Context)
 }
 
+// LiveVolumes is implemented by a backend whose running sandboxes see what
+// is copied into their volumes after Run began, such as Docker's, whose
+// volumes are directories the container mounts. Every backend's workload
+// sees what a volume held when Run began (the conformance suite checks it);
+// only on such a backend may a phase start a sandbox and fill its volumes
+// after, as the strict tier does to start its judge early (ADR 0010).
+type LiveVolumes interface {
+	LiveVolumes() bool
+}
+
 // Warmer is implemented by a backend that can start sandboxes before their
 // work exists, so that a sandbox's start is off the critical path of the
 // phase that uses it (the Docker backend, for specs with trees; ADR 0013).

@@ -674,3 +674,7 @@ func (b *box) exec(ctx context.Context, cmd, env []string, dir string, stdin io.
 	}
 	return 137, false, nil
 }
+
+// LiveVolumes implements sandbox.LiveVolumes: a fake sandbox mounts the
+// volume itself, so what is copied in later is there.
+func (f *Fake) LiveVolumes() bool { return true }

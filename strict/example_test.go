@@ -6,12 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/grading"
+	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/sandboxtest"
 	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/strict"
@@ -155,4 +160,88 @@ func TestGradeContract(t *testing.T) {
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// snapshotBackend is a backend whose workloads see a volume as it was when
+// Run began, as on Kubernetes: it hides the fake's LiveVolumes (and its
+// pool), and reports a copy into a volume a running sandbox mounts.
+type snapshotBackend struct {
+	sandbox.Backend
+	mu     sync.Mutex
+	frozen map[string]bool
+	late   []string
+}
+
+func (b *snapshotBackend) Prepare(ctx context.Context, spec sandbox.Spec) (sandbox.Prepared, error) {
+	p, err := b.Backend.Prepare(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshotPrepared{Prepared: p, b: b, spec: spec}, nil
+}
+
+func (b *snapshotBackend) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
+	p, err := b.Prepare(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close(context.WithoutCancel(ctx))
+	return p.Run(ctx)
+}
+
+func (b *snapshotBackend) CopyIn(ctx context.Context, run, vol string, archive io.Reader, opts sandbox.CopyInOptions) (*firewall.Manifest, error) {
+	// A Run already asked for on another goroutine gets the time to
+	// begin: a copy that races it is then seen as late. (With the
+	// ordering right there is no such Run, and the pause changes
+	// nothing.)
+	time.Sleep(20 * time.Millisecond)
+	b.mu.Lock()
+	if b.frozen[vol] {
+		b.late = append(b.late, vol)
+	}
+	b.mu.Unlock()
+	return b.Backend.CopyIn(ctx, run, vol, archive, opts)
+}
+
+type snapshotPrepared struct {
+	sandbox.Prepared
+	b    *snapshotBackend
+	spec sandbox.Spec
+}
+
+func (p *snapshotPrepared) Run(ctx context.Context) (*sandbox.Result, error) {
+	p.b.mu.Lock()
+	for _, m := range p.spec.Mounts {
+		p.b.frozen[m.Volume] = true
+	}
+	p.b.mu.Unlock()
+	return p.Prepared.Run(ctx)
+}
+
+// TestJudgeWaitsForItsVolume: on a backend without live volumes the judge
+// starts only once the candidate's outputs are in its volume, and passes
+// the honest submission.
+func TestJudgeWaitsForItsVolume(t *testing.T) {
+	ctx := t.Context()
+	tk, workspace, fake, cleanup, err := setup()
+	if cleanup != nil {
+		t.Cleanup(cleanup)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &snapshotBackend{Backend: fake, frozen: map[string]bool{}}
+	if _, ok := sandbox.Backend(b).(sandbox.LiveVolumes); ok {
+		t.Fatal("the wrapper still has live volumes")
+	}
+	runtimeID, _ := b.ImageID(ctx, sandboxtest.RuntimeImage)
+	judgeID, _ := b.ImageID(ctx, sandboxtest.JudgeImage)
+	out, err := strict.Grade(ctx, b, strict.Request{Task: tk, Dir: workspace, Image: runtimeID, JudgeImage: judgeID,
+		Header: grading.Header{Nonce: schema.NewNonce()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verdict.Outcome != schema.OutcomePass || len(b.late) != 0 {
+		t.Fatalf("%s (%s); copied into running sandboxes' volumes: %v", out.Verdict.Outcome, out.Verdict.Reason, b.late)
+	}
 }

@@ -292,7 +292,7 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	} else {
 		go func() {
 			vol, j, err := g.prepareJudge(prepCtx, cl, meta)
-			if err == nil && j.early {
+			if err == nil && j.early && g.liveVolumes() {
 				// Started on the grade's context: the preparation's ends
 				// with the preparation.
 				j.start(ctx)
@@ -345,7 +345,7 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	if pooledJudge {
 		v, err = g.judgeTree(ctx, outs, meta)
 	} else {
-		if jv.judge.ready != nil {
+		if jv.judge.ready != nil && g.liveVolumes() {
 			jv.judge.start(ctx) // its start overlaps the loading of the outputs
 		}
 		v, err = g.judge(ctx, jv.vol, jv.judge, outs, meta)
@@ -470,6 +470,16 @@ func narrow(r io.Reader, w io.Writer, keep func(string, bool) bool) error {
 		isDir := h.Typeflag == tar.TypeDir
 		return keep(strings.TrimSuffix(h.Name, "/"), isDir)
 	})
+}
+
+// liveVolumes reports whether the backend's running sandboxes see what is
+// copied into their volumes later (sandbox.LiveVolumes): only then may the
+// judge start before the candidate's outputs are in its volume. Elsewhere
+// it starts once they are, and is prepared (scheduled, its image ready)
+// while the candidate runs.
+func (g *grade) liveVolumes() bool {
+	lv, ok := g.eng.(sandbox.LiveVolumes)
+	return ok && lv.LiveVolumes()
 }
 
 // judgeRoot is where the judge's input volume is mounted.

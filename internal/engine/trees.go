@@ -330,3 +330,7 @@ func (d *Docker) Settle(ctx context.Context) error {
 	d.removals.Wait()
 	return nil
 }
+
+// LiveVolumes implements sandbox.LiveVolumes: a container mounts the volume
+// itself, so what is copied in later is there.
+func (d *Docker) LiveVolumes() bool { return true }
