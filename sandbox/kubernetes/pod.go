@@ -60,15 +60,28 @@ func hardenedContext() *corev1.SecurityContext {
 	}
 }
 
-// resources are the limits of both containers, requested in full so that
-// the pod is in the Guaranteed class and never overcommitted.
+// cpuRequestMilli is the CPU a pod requests of its node (or the spec's
+// limit, if lower).
+const cpuRequestMilli = 100
+
+// resources are the limits of both containers. Memory and ephemeral
+// storage are requested in full, so that the node never overcommits them;
+// CPU, which only slows a workload down when short, is requested at
+// cpuRequestMilli. Requested in full, a sandbox's default CPU limit of one
+// core left a two-core node room for two pods: two grades' judges, started
+// early, held it while their candidates waited past the start timeout (a
+// bench at two grades in flight on the test cluster). The kernel then shares
+// the cores as it does on Docker, which reserves none.
 func resources(lim sandbox.Limits) corev1.ResourceRequirements {
+	cpu := max(lim.NanoCPUs/1e6, 1)
 	rl := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewMilliQuantity(max(lim.NanoCPUs/1e6, 1), resource.DecimalSI),
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(cpu, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(lim.MemoryBytes, resource.BinarySI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(lim.FileBytes, resource.BinarySI),
 	}
-	return corev1.ResourceRequirements{Limits: rl, Requests: rl.DeepCopy()}
+	rq := rl.DeepCopy()
+	rq[corev1.ResourceCPU] = *resource.NewMilliQuantity(min(cpu, cpuRequestMilli), resource.DecimalSI)
+	return corev1.ResourceRequirements{Limits: rl, Requests: rq}
 }
 
 // podLabels are the labels of every pod.
