@@ -276,7 +276,9 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}
 	// An attach that fails while the workload still runs lost its input:
 	// the run cannot be graded. One that fails because the workload had
-	// already ended lost nothing it would have read.
+	// already ended lost nothing it would have read. The runtime knows of
+	// the end before the API server does ("no running task found" while
+	// the pod still reads Running), so the status is awaited a while.
 	stdinLost := make(chan error, 1)
 	if spec.Stdin != nil {
 		go func() {
@@ -284,13 +286,8 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 			if err == nil || runCtx.Err() != nil {
 				return
 			}
-			gctx, cancel := context.WithTimeout(runCtx, b.cfg.LostTimeout)
-			defer cancel()
-			pod, gerr := b.cli.CoreV1().Pods(b.cfg.Namespace).Get(gctx, name, metav1.GetOptions{})
-			if gerr == nil {
-				if cs := containerStatus(pod, workContainer); cs != nil && cs.State.Terminated != nil {
-					return
-				}
+			if b.endsSoon(runCtx, name) {
+				return
 			}
 			stdinLost <- fmt.Errorf("kubernetes: standard input of pod %s: %w", name, err)
 		}()
@@ -455,4 +452,28 @@ func (b *Backend) attach(ctx context.Context, name, container string, stdin io.R
 		return fmt.Errorf("kubernetes: attach to %s/%s: %w", name, container, err)
 	}
 	return nil
+}
+
+// stdinGrace is how long a workload whose input could not be attached has
+// to be reported ended before its input counts as lost.
+const stdinGrace = 10 * time.Second
+
+// endsSoon reports whether the pod's workload is, or within stdinGrace is
+// reported, terminated.
+func (b *Backend) endsSoon(ctx context.Context, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, stdinGrace)
+	defer cancel()
+	for {
+		pod, err := b.cli.CoreV1().Pods(b.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			if cs := containerStatus(pod, workContainer); cs != nil && cs.State.Terminated != nil {
+				return true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
