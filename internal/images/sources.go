@@ -6,6 +6,6 @@ package images
 // of judgePackage and of initPackage), checked against the source by
 // TestJudgeSourceRecorded.
 const (
-	judgeSource = "7d5339f6839a65a294c9cdb530082dc1fa466a4de4cdb489b96db2b6efd4b542"
+	judgeSource = "479c38a8895929a2646c7e38be766fe115104a9a77335325df982cc0aadc533d"
 	initSource  = "36cf8e02243b339e9de93e521212fc4bcbf3835bffd9ad0ec99fd75928539abc"
 )
