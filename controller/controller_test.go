@@ -640,7 +640,10 @@ func TestCandidateRemovedMidRun(t *testing.T) {
 		for ctx.Err() == nil {
 			cs, err := cli.ContainerList(ctx, container.ListOptions{Filters: f})
 			for _, c := range cs {
-				if err == nil && cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}) == nil {
+				// Counted as seen, whatever the removal answers: the
+				// engine may be removing the killed container by then.
+				if err == nil {
+					_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
 					removed.Add(1)
 				}
 			}
@@ -651,7 +654,7 @@ func TestCandidateRemovedMidRun(t *testing.T) {
 	cancel()
 	wg.Wait()
 	if removed.Load() == 0 {
-		t.Fatal("no candidate container was ever seen running")
+		t.Fatalf("no candidate container was ever seen running (grade: %v %+v)", err, res.Verdict)
 	}
 	if !errors.Is(err, controller.ErrCouldNotGrade) || res.Verdict.Outcome != schema.OutcomeError {
 		t.Fatalf("grade after removal: %v %+v", err, res.Verdict)

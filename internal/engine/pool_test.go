@@ -240,6 +240,7 @@ func TestSginitVolumeShared(t *testing.T) {
 		wg.Go(func() {
 			d := backend()
 			defer d.Close()
+			var err error
 			if got[i], err = d.InitVolume(ctx); err != nil {
 				t.Error(err)
 			}
