@@ -58,6 +58,8 @@ type shape struct {
 	later *time.Timer
 	// refillDue is set while later is pending.
 	refillDue bool
+	// waiting counts take calls waiting for a sandbox of the shape.
+	waiting int
 }
 
 // refillDelay is how long a shape must have no sandbox running before it
@@ -66,7 +68,8 @@ type shape struct {
 // them.
 const refillDelay = 100 * time.Millisecond
 
-// maxFillers bounds the sandboxes of one shape made at once.
+// maxFillers bounds the sandboxes of one shape made at once ahead of need;
+// each call waiting for one (take) has its own made besides.
 const maxFillers = 2
 
 // want is how many sandboxes the shape is filled to.
@@ -156,11 +159,15 @@ func (pl *pool) take(ctx context.Context, spec Spec, lim Limits) *Prepared {
 	fails := sh.fails
 	for got == nil && !pl.closed && ctx.Err() == nil && sh.fails == fails {
 		if len(sh.ready) == 0 {
-			// Keep one coming for this call, then wait for it.
-			if sh.filling == 0 && !pl.fillOneLocked(sh) {
+			// Keep one coming for this call and each other one waiting
+			// (concurrent cases, grades in flight), then wait: a call
+			// never queues behind another's sandbox being made.
+			if sh.filling <= sh.waiting && !pl.fillOneLocked(sh) {
 				break
 			}
+			sh.waiting++
 			pl.cond.Wait()
+			sh.waiting--
 			continue
 		}
 		p := sh.ready[0]
