@@ -66,7 +66,7 @@ type Docker struct {
 	initWG sync.WaitGroup
 	pool   *pool
 	// removals are the removals of ended sandboxes still under way.
-	removals sync.WaitGroup
+	removals inflight
 }
 
 // removeLater runs remove on its own goroutine, on a context that survives
@@ -405,4 +405,36 @@ func (d *Docker) gc(ctx context.Context, opts GCOptions, now time.Time, p probe)
 	slices.Sort(rep.Containers)
 	slices.Sort(rep.Volumes)
 	return rep, errors.Join(errs...)
+}
+
+// inflight counts work under way, like a sync.WaitGroup whose Add may run
+// while another goroutine waits at zero (a sandbox ending while Settle or
+// Leftovers waits for the removals before it): Wait returns once the count
+// is zero, including what was added while it waited.
+type inflight struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	n    int
+}
+
+func (f *inflight) Add(n int) {
+	f.mu.Lock()
+	f.n += n
+	if f.n == 0 && f.cond != nil {
+		f.cond.Broadcast()
+	}
+	f.mu.Unlock()
+}
+
+func (f *inflight) Done() { f.Add(-1) }
+
+func (f *inflight) Wait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cond == nil {
+		f.cond = sync.NewCond(&f.mu)
+	}
+	for f.n > 0 {
+		f.cond.Wait()
+	}
 }
