@@ -59,8 +59,11 @@ type Docker struct {
 	poolRun string
 	initM   sync.Mutex
 	initVol string // the sginit volume, once found or made
-	// sginitPrefix names the sginit volumes (a test's own in tests).
-	sginitPrefix string
+	// sginitPrefix and sharedPrefix name the image volumes (a test's own
+	// in tests).
+	sginitPrefix, sharedPrefix string
+	sharedM                    sync.Mutex
+	shared                     map[string]*sharedEntry // by image, as specs name it
 	// initWG is UseInit's making of the volume in the background; Close
 	// waits for it before removing what it made.
 	initWG sync.WaitGroup
@@ -116,7 +119,8 @@ func NewDocker(ctx context.Context, cfg Config) (*Docker, error) {
 		return nil, err
 	}
 	d.pool = newPool(d)
-	d.sginitPrefix = sginitPrefix
+	d.sginitPrefix, d.sharedPrefix = sginitPrefix, sharedPrefix
+	d.shared = map[string]*sharedEntry{}
 	return d, nil
 }
 
@@ -398,7 +402,7 @@ func (d *Docker) gc(ctx context.Context, opts GCOptions, now time.Time, p probe)
 		rep.Volumes = append(rep.Volumes, v.Name)
 	}
 	if opts.Run == "" {
-		if err := d.gcInit(ctx, opts.All, opts.DryRun, &rep); err != nil {
+		if err := d.gcImageVolumes(ctx, opts.All, opts.DryRun, &rep); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -20,7 +20,9 @@ func (d *Docker) PooledIDs() []string {
 
 // UseSginitPrefix names the backend's sginit volumes with prefix, so that a
 // test's own stay apart from the daemon's shared ones. Call it first.
-func (d *Docker) UseSginitPrefix(prefix string) { d.sginitPrefix = prefix }
+func (d *Docker) UseSginitPrefix(prefix string) {
+	d.sginitPrefix, d.sharedPrefix = prefix, prefix+"shared-"
+}
 
 // InitVolume finds or makes the sginit volume.
 func (d *Docker) InitVolume(ctx context.Context) (string, error) { return d.initVolume(ctx) }
@@ -28,6 +30,10 @@ func (d *Docker) InitVolume(ctx context.Context) (string, error) { return d.init
 // GCInit is GC's part for the sginit volumes of the backend's prefix.
 func (d *Docker) GCInit(ctx context.Context, all bool) ([]string, error) {
 	var rep GCReport
-	err := d.gcInit(ctx, all, false, &rep)
+	err := d.gcImageVolumes(ctx, all, false, &rep)
 	return rep.Volumes, err
 }
+
+// WaitImageVolumes waits for the image volumes being made in the
+// background.
+func (d *Docker) WaitImageVolumes() { d.initWG.Wait() }

@@ -169,12 +169,16 @@ func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 func (d *Docker) create(ctx context.Context, spec Spec, lim Limits) (*Prepared, error) {
 	initMode := d.usesInit(spec)
 	var vol string
+	var share sharedDir
 	if initMode {
 		v, err := d.initVolume(ctx)
 		if err != nil {
 			return nil, err
 		}
 		vol = v
+		if share, err = d.sharedDirOf(ctx, spec); err != nil {
+			return nil, err
+		}
 	}
 	var streamVol string
 	if spec.StreamOut != nil && userSpaceKernel(spec.Runtime) {
@@ -187,13 +191,20 @@ func (d *Docker) create(ctx context.Context, spec Spec, lim Limits) (*Prepared, 
 	}
 	cfg, hc := hardened(spec, lim, spec.Stdin != nil)
 	if initMode {
-		withInit(cfg, hc, spec, lim, vol, d.cfg.PoolMaxIdle+time.Minute)
+		withInit(cfg, hc, spec, lim, vol, d.cfg.PoolMaxIdle+time.Minute, share)
 	}
 	created := time.Now()
 	id, ins, err := d.createContainer(ctx, objectName(spec.Run, spec.Phase), cfg, hc)
+	if err == nil && share.vol != "" {
+		err = d.checkShared(ctx, spec.Image, share.vol)
+	}
 	if err != nil {
 		if id != "" {
 			d.removeContainer(ctx, id)
+		}
+		if errors.Is(err, errSharedGone) {
+			// What the daemon made in its place, empty.
+			_ = d.RemoveVolume(context.WithoutCancel(ctx), share.vol)
 		}
 		d.removeStreamVolume(ctx, streamVol)
 		return nil, err

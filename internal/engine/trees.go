@@ -3,18 +3,14 @@ package engine
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/strslice"
-	"github.com/docker/docker/api/types/volume"
-	"github.com/docker/docker/errdefs"
 
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/initproto"
@@ -25,6 +21,18 @@ import (
 // these capabilities; sginit lays the trees out, drops them for good and
 // becomes the sandbox user before it executes the command.
 var initCaps = strslice.StrSlice{"CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID"}
+
+// MountPointDirs and MountPointFiles are the paths the daemon and the
+// runtime mount over in every sandbox under sginit: sginit's directory and
+// the daemon's init binary (HostConfig.Init). A runtime image that holds
+// them (an empty directory, an empty file) spares every container making
+// them in its own writable layer, which on a fuse-overlayfs daemon costs a
+// copy-up of their parents and new inodes on the daemon's disk (ADR 0016).
+// Images without them work the same.
+var (
+	MountPointDirs  = []string{initMount}
+	MountPointFiles = []string{"/sbin/docker-init"}
+)
 
 // initUser is the user the container starts as under sginit.
 const initUser = "0:0"
@@ -62,12 +70,8 @@ func (d *Docker) UseInit(image string) {
 func (d *Docker) usesInit(spec Spec) bool { return len(spec.Trees) > 0 && d.cfg.InitImage != "" }
 
 // The sginit volumes: a volume filled with the init image's /bin, and a
-// marker volume that names it once it is complete. Both are named and
-// labelled by the init image's ID, shared by every backend on the daemon
-// and kept when a backend closes, so a process that grades once does not
-// make one on its critical path. They carry no managed label: no run owns
-// them; GC removes those whose init image is gone (and all with
-// GCOptions.All).
+// marker volume that names it once it is complete, made and found as every
+// image volume is (shared.go).
 const (
 	// LabelSginit holds the init image ID the volume was filled from.
 	LabelSginit = "dev.strictgrade.sginit"
@@ -76,12 +80,14 @@ const (
 	sginitPrefix      = "strictgrade-sginit-"
 )
 
+// sginitKind is the sginit volumes' kind (the prefix is the backend's).
+func (d *Docker) sginitKind() volumeKind {
+	return volumeKind{what: "sginit", label: LabelSginit, markerLabel: labelSginitVolume, prefix: d.sginitPrefix}
+}
+
 // initVolume returns the volume holding the sginit binary for the
 // backend's init image: the daemon's shared one when its marker names a
-// volume that exists, else a new one, filled and then published. Of
-// processes that race to publish, the first marker wins and the others
-// remove what they filled; a volume is used only once a marker names it,
-// so none is ever used half filled.
+// volume that exists, else a new one, filled and then published.
 func (d *Docker) initVolume(ctx context.Context) (string, error) {
 	d.initM.Lock()
 	defer d.initM.Unlock()
@@ -97,141 +103,17 @@ func (d *Docker) initVolume(ctx context.Context) (string, error) {
 	if !ok || len(digest) < 24 {
 		return "", fmt.Errorf("engine: the init image has an unexpected ID %q", img.ID)
 	}
-	marker := d.sginitPrefix + digest[:24]
-	for attempt := 0; ; attempt++ {
-		vol, err := d.sharedInit(ctx, marker)
-		if err != nil {
-			return "", err
-		}
-		if vol == "" {
-			if vol, err = d.publishInit(ctx, marker, img.ID); err != nil {
-				return "", err
-			}
-		}
-		if vol != "" {
-			d.initVol = vol
-			d.log.Debug("engine: sginit volume ready", "volume", vol, "ms", time.Since(began).Milliseconds())
-			return vol, nil
-		}
-		if attempt == 2 {
-			return "", fmt.Errorf("engine: the sginit volume %s kept disappearing", marker)
-		}
-	}
-}
-
-// sharedInit returns the filled volume marker names, or "" when there is
-// no marker or it names a volume that is gone (then the marker goes too).
-func (d *Docker) sharedInit(ctx context.Context, marker string) (string, error) {
-	m, err := d.cli.VolumeInspect(ctx, marker)
-	if errdefs.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("engine: inspect the sginit marker: %w", err)
-	}
-	vol := m.Labels[labelSginitVolume]
-	if vol != "" && strings.HasPrefix(vol, marker+"-") {
-		if _, err := d.cli.VolumeInspect(ctx, vol); err == nil {
-			return vol, nil
-		} else if !errdefs.IsNotFound(err) {
-			return "", fmt.Errorf("engine: inspect the sginit volume: %w", err)
-		}
-	}
-	_ = d.RemoveVolume(ctx, marker)
-	return "", nil
-}
-
-// publishInit fills a fresh volume from the init image and publishes it
-// under marker. It returns the volume the marker names afterwards (another
-// process's, if that one published first), or "" when that one is already
-// gone.
-func (d *Docker) publishInit(ctx context.Context, marker, imageID string) (string, error) {
-	vol := marker + "-" + randomSuffix()
-	cctx, cancel := d.cleanupCtx(ctx)
-	defer cancel()
-	if _, err := d.cli.VolumeCreate(cctx, volume.CreateOptions{Name: vol, Driver: "local", Labels: map[string]string{LabelSginit: imageID}}); err != nil {
-		return "", fmt.Errorf("engine: create the sginit volume: %w", err)
-	}
+	kind := d.sginitKind()
 	// A never-started container of the init image mounts the empty
 	// volume over /bin; the daemon fills it with the image's /bin
 	// (root's, mode 0755).
-	lim, _ := Limits{}.Resolve()
-	spec := Spec{
-		Run: d.poolRun, Phase: "init", Image: d.cfg.InitImage, Cmd: []string{"/bin/sginit"},
-		Mounts: []Mount{{Volume: vol, Target: "/bin"}}, Runtime: d.cfg.Runtime,
-	}
-	cfg, hc := hardened(spec, lim, false)
-	hc.Mounts[0].VolumeOptions.NoCopy = false
-	id, _, err := d.createContainer(ctx, objectName(d.poolRun, "init"), cfg, hc)
-	if id != "" {
-		d.removeContainer(ctx, id)
-	}
+	vol, err := d.imageVolume(ctx, kind, kind.prefix+digest[:24], img.ID, "/bin", []string{"/bin/sginit"})
 	if err != nil {
-		_ = d.RemoveVolume(cctx, vol)
-		return "", fmt.Errorf("engine: make the sginit volume from %s: %w", d.cfg.InitImage, err)
+		return "", err
 	}
-	// Creating a volume under an existing name returns the existing one,
-	// labels and all: the first marker stands.
-	m, err := d.cli.VolumeCreate(cctx, volume.CreateOptions{Name: marker, Driver: "local",
-		Labels: map[string]string{LabelSginit: imageID, labelSginitVolume: vol}})
-	if err != nil {
-		_ = d.RemoveVolume(cctx, vol)
-		return "", fmt.Errorf("engine: publish the sginit volume: %w", err)
-	}
-	if won := m.Labels[labelSginitVolume]; won != vol {
-		_ = d.RemoveVolume(cctx, vol)
-		return d.sharedInit(ctx, marker)
-	}
+	d.initVol = vol
+	d.log.Debug("engine: sginit volume ready", "volume", vol, "ms", time.Since(began).Milliseconds())
 	return vol, nil
-}
-
-// gcInit removes the sginit volumes whose init image is gone, or every one
-// with all, markers before the volumes they name. One still mounted stays
-// (the removal's error is returned).
-func (d *Docker) gcInit(ctx context.Context, all, dryRun bool, rep *GCReport) error {
-	vs, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSginit))})
-	if err != nil {
-		return fmt.Errorf("engine: list sginit volumes: %w", err)
-	}
-	gone := map[string]bool{}
-	pick := func(img string) bool {
-		if all {
-			return true
-		}
-		g, seen := gone[img]
-		if !seen {
-			_, err := d.cli.ImageInspect(ctx, img)
-			g = errdefs.IsNotFound(err)
-			gone[img] = g
-		}
-		return g
-	}
-	// Markers first: a filled volume is never left named by a marker
-	// while being removed.
-	slices.SortStableFunc(vs.Volumes, func(a, b *volume.Volume) int {
-		am, bm := a.Labels[labelSginitVolume] != "", b.Labels[labelSginitVolume] != ""
-		switch {
-		case am && !bm:
-			return -1
-		case bm && !am:
-			return 1
-		}
-		return 0
-	})
-	var errs []error
-	for _, v := range vs.Volumes {
-		if !strings.HasPrefix(v.Name, d.sginitPrefix) || !pick(v.Labels[LabelSginit]) {
-			continue
-		}
-		if !dryRun {
-			if err := d.RemoveVolume(ctx, v.Name); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		}
-		rep.Volumes = append(rep.Volumes, v.Name)
-	}
-	return errors.Join(errs...)
 }
 
 // initArgv is the command the frame carries: the spec's, wrapped for
@@ -249,7 +131,12 @@ func initArgv(s Spec) []string {
 // read-only, standard input open for the frame. The command travels in
 // the frame, so the configuration depends on the spec's shape only, which
 // is what lets a pool start it ahead of time.
-func withInit(cfg *container.Config, hc *container.HostConfig, s Spec, l Limits, vol string, idle time.Duration) {
+//
+// A shared directory of the image (shared.go) is mounted read-only from
+// its volume once that exists; until then (and in a shape's key) nothing
+// is mounted, and the image's own copy is read through the root
+// filesystem, the same files.
+func withInit(cfg *container.Config, hc *container.HostConfig, s Spec, l Limits, vol string, idle time.Duration, share sharedDir) {
 	dirs := make([]string, len(s.Trees))
 	for i, t := range s.Trees {
 		dirs[i] = t.Dir
@@ -268,6 +155,12 @@ func withInit(cfg *container.Config, hc *container.HostConfig, s Spec, l Limits,
 		Type: mount.TypeVolume, Source: vol, Target: initMount, ReadOnly: true,
 		VolumeOptions: &mount.VolumeOptions{NoCopy: true},
 	})
+	if share.dir != "" && share.vol != "" {
+		hc.Mounts = append(hc.Mounts, mount.Mount{
+			Type: mount.TypeVolume, Source: share.vol, Target: share.dir, ReadOnly: true,
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true},
+		})
+	}
 }
 
 // initFrame returns the trees of s as initproto wants them.

@@ -326,3 +326,52 @@ func TestGVisorProcessBound(t *testing.T) {
 		t.Errorf("runsc: pids %d, want %d", *runsc.PidsLimit, want)
 	}
 }
+
+// TestSharedDirOverlaps: an image's shared directory may not overlap the
+// sandbox's own mounts (trees, StreamOut, volumes, the reserved ones);
+// such an image is refused with ErrSpec, and one that does not is mounted.
+func TestSharedDirOverlaps(t *testing.T) {
+	d := &Docker{shared: map[string]*sharedEntry{}}
+	spec := func(dir string, trees ...string) Spec {
+		d.shared["img"] = &sharedEntry{sharedDir: sharedDir{dir: dir, vol: "v"}}
+		s := Spec{Image: "img"}
+		for _, tr := range trees {
+			s.Trees = append(s.Trees, Tree{Dir: tr})
+		}
+		return s
+	}
+	for _, c := range []struct {
+		dir   string
+		trees []string
+		ok    bool
+	}{
+		{"/usr/lib", []string{"/artifacts"}, true},
+		{"/usr/lib", []string{"/usr/lib"}, false},
+		{"/usr/lib", []string{"/usr/lib/x"}, false},
+		{"/usr/lib", []string{"/usr"}, false},
+		{"/usr/lib", []string{"/usr/libexec"}, true},
+		{"/tmp", nil, false},
+		{"/", nil, false},
+		{"/etc/ssl", nil, false},
+		{"/.sginit", nil, false},
+		{"/proc/x", nil, false},
+	} {
+		got, err := d.sharedDirOf(t.Context(), spec(c.dir, c.trees...))
+		if c.ok != (err == nil) || (c.ok && got != (sharedDir{c.dir, "v"})) {
+			t.Errorf("dir %s, trees %v: %+v, %v", c.dir, c.trees, got, err)
+		}
+		if err != nil && !errors.Is(err, ErrSpec) {
+			t.Errorf("dir %s: %v is not ErrSpec", c.dir, err)
+		}
+	}
+	s := spec("/usr/lib")
+	s.StreamOut = &StreamOut{Dir: "/usr/lib/out"}
+	if _, err := d.sharedDirOf(t.Context(), s); !errors.Is(err, ErrSpec) {
+		t.Errorf("StreamOut under the shared directory: %v", err)
+	}
+	s = spec("/usr/lib")
+	s.Mounts = []Mount{{Volume: "w", Target: "/usr"}}
+	if _, err := d.sharedDirOf(t.Context(), s); !errors.Is(err, ErrSpec) {
+		t.Errorf("a volume over the shared directory: %v", err)
+	}
+}
