@@ -34,7 +34,7 @@ type GoBinaries struct {
 }
 
 // goLayout versions the root filesystem layout and the build settings.
-const goLayout = 2
+const goLayout = 3
 
 // Name implements Image.
 func (g GoBinaries) Name() string { return g.ImageName }
@@ -154,6 +154,37 @@ func scratchTar(w io.Writer, dir string, names []string) error {
 	}
 	for _, d := range sandboxDirs {
 		if err := tw.WriteHeader(dirHdr(d, engine.SandboxUID, 0o755)); err != nil {
+			return err
+		}
+	}
+	// The mount points of a sandbox under sginit (ADR 0016), root's.
+	made := map[string]bool{"bin": true, "tmp": true}
+	mkdirs := func(name string) error {
+		parts := strings.Split(name, "/")
+		for i := range parts {
+			d := strings.Join(parts[:i+1], "/")
+			if made[d] {
+				continue
+			}
+			made[d] = true
+			if err := tw.WriteHeader(dirHdr(d, 0, 0o755)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, d := range engine.MountPointDirs {
+		if err := mkdirs(strings.TrimPrefix(d, "/")); err != nil {
+			return err
+		}
+	}
+	for _, f := range engine.MountPointFiles {
+		name := strings.TrimPrefix(f, "/")
+		if err := mkdirs(path.Dir(name)); err != nil {
+			return err
+		}
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, ModTime: epoch, Format: tar.FormatUSTAR}
+		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
 	}

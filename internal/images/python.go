@@ -40,7 +40,13 @@ var PythonPackages = []string{
 }
 
 // pythonLayout versions the steps Build takes beyond debootstrap itself.
-const pythonLayout = 1
+const pythonLayout = 2
+
+// pythonLabels are the image's labels beyond its name and recipe: /usr/lib
+// (the interpreter's standard library, pytest and the shared libraries;
+// /lib is a link to it) is the image's shared directory, mounted
+// read-only from one volume in every sandbox under sginit (ADR 0016).
+var pythonLabels = map[string]string{engine.LabelSharedDir: "/usr/lib"}
 
 // Env is the environment the Python image declares.
 var pythonEnv = []string{
@@ -77,8 +83,36 @@ func (p Python) Recipe(context.Context) (string, error) {
 		Variant  string
 		Packages []string
 		Env      []string
+		Labels   map[string]string
 		Layout   int
-	}{"debootstrap", p.Suite, "minbase", p.Packages, pythonEnv, pythonLayout}), nil
+	}{"debootstrap", p.Suite, "minbase", p.Packages, pythonEnv, pythonLabels, pythonLayout}), nil
+}
+
+// addMountPoints gives the root filesystem at root the paths every sandbox
+// under sginit mounts over (engine.MountPointDirs and MountPointFiles), as
+// root's, so that no container makes them in a layer of its own (ADR 0016).
+// Paths through the image's own links (/sbin to usr/sbin) resolve inside
+// root: the links are relative.
+func addMountPoints(root string) error {
+	for _, d := range engine.MountPointDirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, f := range engine.MountPointFiles {
+		full := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		h, err := os.OpenFile(full, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		if err := h.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Build implements Image. It needs root and the debootstrap command on the
@@ -126,6 +160,9 @@ func (p Python) Build(ctx context.Context, s Store, recipe string, progress io.W
 			return "", err
 		}
 	}
+	if err := addMountPoints(root); err != nil {
+		return "", err
+	}
 	fmt.Fprintln(progress, "images: importing the root filesystem")
 	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "--one-file-system", "-C", root, "-cf", "-", ".")
 	out, err := tarCmd.StdoutPipe()
@@ -137,7 +174,7 @@ func (p Python) Build(ctx context.Context, s Store, recipe string, progress io.W
 	if err := tarCmd.Start(); err != nil {
 		return "", err
 	}
-	id, ierr := s.ImportImage(ctx, out, engine.ImportSpec{Name: p.Name(), Recipe: recipe, Env: pythonEnv})
+	id, ierr := s.ImportImage(ctx, out, engine.ImportSpec{Name: p.Name(), Recipe: recipe, Env: pythonEnv, Labels: pythonLabels})
 	_, _ = io.Copy(io.Discard, out)
 	werr := tarCmd.Wait()
 	if ierr != nil {

@@ -1,12 +1,14 @@
 package images
 
 import (
+	"archive/tar"
 	"bytes"
 	"crypto/sha256"
 	"debug/buildinfo"
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -180,5 +182,66 @@ func writeFile(t *testing.T, name, content string) {
 	}
 	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestImagesHoldMountPoints: a scratch image's root filesystem and a
+// debootstrap one (through its /sbin link) hold the sandbox's mount points
+// as root's, so no container makes them in its own layer.
+func TestImagesHoldMountPoints(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "judge"), []byte("binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var layer bytes.Buffer
+	if err := scratchTar(&layer, dir, []string{"judge"}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*tar.Header{}
+	tr := tar.NewReader(&layer)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[h.Name] != nil {
+			t.Errorf("%s twice", h.Name)
+		}
+		got[h.Name] = h
+	}
+	for _, d := range engine.MountPointDirs {
+		if h := got[strings.TrimPrefix(d, "/")+"/"]; h == nil || h.Typeflag != tar.TypeDir || h.Uid != 0 {
+			t.Errorf("scratch: directory %s: %+v", d, h)
+		}
+	}
+	for _, f := range engine.MountPointFiles {
+		if h := got[strings.TrimPrefix(f, "/")]; h == nil || h.Typeflag != tar.TypeReg || h.Size != 0 || h.Uid != 0 {
+			t.Errorf("scratch: file %s: %+v", f, h)
+		}
+	}
+
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "usr", "sbin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("usr/sbin", filepath.Join(root, "sbin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := addMountPoints(root); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "sbin")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the /sbin link was replaced: %v %v", fi, err)
+	}
+	for _, d := range engine.MountPointDirs {
+		if fi, err := os.Stat(filepath.Join(root, d)); err != nil || !fi.IsDir() {
+			t.Errorf("debootstrap: directory %s: %v", d, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "usr", "sbin", "docker-init")); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+		t.Errorf("debootstrap: /sbin/docker-init not made through the link: %v", err)
 	}
 }
