@@ -62,23 +62,38 @@ func TestSharedDirectoryVolume(t *testing.T) {
 		slices.Sort(names)
 		return names
 	}
-	backend := func() *engine.Docker {
+	bare := func() *engine.Docker {
 		d, err := engine.NewDocker(context.Background(), engine.Config{InitImage: initImage})
 		if err != nil {
 			t.Fatal(err)
 		}
 		d.UseSginitPrefix(prefix)
+		return d
+	}
+	backend := func() *engine.Docker {
+		d := bare()
 		d.UseInit(initImage)
 		return d
 	}
 	t.Cleanup(func() {
-		d := backend()
+		// A backend that makes no sginit volume in the background, or GC
+		// would race it and leave one.
+		d := bare()
 		defer d.Close()
 		if _, err := d.GCInit(context.Background(), true); err != nil {
 			t.Errorf("GC: %v", err)
 		}
 		if left := ours(); len(left) != 0 {
 			t.Errorf("after GC --all: %v", left)
+		}
+		vs, err := dockerClient(t).VolumeList(context.Background(), volume.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs.Volumes {
+			if strings.HasPrefix(v.Name, prefix) {
+				t.Errorf("after GC --all: %s", v.Name)
+			}
 		}
 	})
 	type seen struct {
