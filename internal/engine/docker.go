@@ -63,7 +63,7 @@ type Docker struct {
 	// in tests).
 	sginitPrefix, sharedPrefix string
 	sharedM                    sync.Mutex
-	shared                     map[string]*sharedEntry // by image, as specs name it
+	shared                     map[string]*sharedDir // by image, as specs name it
 	// initWG is UseInit's making of the volume in the background; Close
 	// waits for it before removing what it made.
 	initWG sync.WaitGroup
@@ -120,7 +120,7 @@ func NewDocker(ctx context.Context, cfg Config) (*Docker, error) {
 	}
 	d.pool = newPool(d)
 	d.sginitPrefix, d.sharedPrefix = sginitPrefix, sharedPrefix
-	d.shared = map[string]*sharedEntry{}
+	d.shared = map[string]*sharedDir{}
 	return d, nil
 }
 

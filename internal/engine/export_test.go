@@ -27,7 +27,8 @@ func (d *Docker) UseSginitPrefix(prefix string) {
 // InitVolume finds or makes the sginit volume.
 func (d *Docker) InitVolume(ctx context.Context) (string, error) { return d.initVolume(ctx) }
 
-// GCInit is GC's part for the sginit volumes of the backend's prefix.
+// GCInit is GC's part for the image volumes (sginit's, shared directories)
+// of the backend's prefix.
 func (d *Docker) GCInit(ctx context.Context, all bool) ([]string, error) {
 	var rep GCReport
 	err := d.gcImageVolumes(ctx, all, false, &rep)

@@ -202,20 +202,7 @@ func TestSginitVolumeShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := "sgtest-sginit-" + time.Now().Format("150405.000000")[7:] + "-"
-	ours := func() []string {
-		vs, err := dockerClient(t).VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", engine.LabelSginit))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, v := range vs.Volumes {
-			if strings.HasPrefix(v.Name, prefix) {
-				names = append(names, v.Name)
-			}
-		}
-		slices.Sort(names)
-		return names
-	}
+	ours := func() []string { return volumesNamed(t, engine.LabelSginit, prefix) }
 	backend := func() *engine.Docker {
 		d, err := engine.NewDocker(context.Background(), engine.Config{InitImage: initImage})
 		if err != nil {

@@ -42,13 +42,19 @@ type volumeKind struct {
 // The volume is one bind mount shared by all of them, cached once.
 const LabelSharedDir = "dev.strictgrade.shared-dir"
 
+// The labels and names of both kinds. The sginit volumes hold the init
+// image's /bin; the shared-directory volumes a runtime image's shared
+// directory.
 const (
-	sharedPrefix = "strictgrade-shared-"
-	// LabelShared holds the runtime image ID a shared-directory volume
-	// was filled from.
+	// LabelSginit and LabelShared hold the image ID a volume of the kind,
+	// or its marker, was filled from.
+	LabelSginit = "dev.strictgrade.sginit"
 	LabelShared = "dev.strictgrade.shared"
-	// labelSharedVolume, on a marker, names the filled volume.
+	// On a marker, these name the filled volume.
+	labelSginitVolume = "dev.strictgrade.sginit.volume"
 	labelSharedVolume = "dev.strictgrade.shared.volume"
+	sginitPrefix      = "strictgrade-sginit-"
+	sharedPrefix      = "strictgrade-shared-"
 )
 
 // sharedKind is the shared-directory volumes' kind.
@@ -155,12 +161,6 @@ type sharedDir struct {
 	dir, vol string
 }
 
-// sharedEntry is what the backend knows of one image's shared directory.
-type sharedEntry struct {
-	sharedDir
-	making bool // a filler runs
-}
-
 // reservedDirs may not be shared: the sandbox's own mounts live there.
 var reservedDirs = []string{"/", "/dev", "/proc", "/sys", "/tmp", "/etc", initMount}
 
@@ -199,13 +199,13 @@ func (d *Docker) sharedDirFor(ctx context.Context, image string) (sharedDir, err
 	d.sharedM.Lock()
 	defer d.sharedM.Unlock()
 	if e, ok := d.shared[image]; ok {
-		return e.sharedDir, nil
+		return *e, nil
 	}
 	img, err := d.cli.ImageInspect(ctx, image)
 	if err != nil {
 		return sharedDir{}, fmt.Errorf("engine: inspect image %s: %w", image, err)
 	}
-	e := &sharedEntry{}
+	e := &sharedDir{}
 	if img.Config != nil {
 		e.dir = img.Config.Labels[LabelSharedDir]
 	}
@@ -224,7 +224,6 @@ func (d *Docker) sharedDirFor(ctx context.Context, image string) (sharedDir, err
 	}
 	d.shared[image] = e
 	if e.vol == "" {
-		e.making = true
 		d.initWG.Add(1)
 		go func() {
 			defer d.initWG.Done()
@@ -233,7 +232,6 @@ func (d *Docker) sharedDirFor(ctx context.Context, image string) (sharedDir, err
 			defer cancel()
 			vol, err := d.imageVolume(fctx, kind, marker, img.ID, e.dir, []string{"/shared-directory"})
 			d.sharedM.Lock()
-			e.making = false
 			e.vol = vol
 			d.sharedM.Unlock()
 			if err != nil {
@@ -245,7 +243,7 @@ func (d *Docker) sharedDirFor(ctx context.Context, image string) (sharedDir, err
 			d.log.Debug("engine: shared directory volume ready", "image", image, "dir", e.dir, "volume", vol, "ms", time.Since(began).Milliseconds())
 		}()
 	}
-	return e.sharedDir, nil
+	return *e, nil
 }
 
 // checkShared makes sure a container just created mounts the shared

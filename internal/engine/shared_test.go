@@ -48,20 +48,7 @@ func TestSharedDirectoryVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := "sgtest-shared-" + time.Now().Format("150405.000000")[7:] + "-"
-	ours := func() []string {
-		vs, err := dockerClient(t).VolumeList(context.Background(), volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", engine.LabelShared))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, v := range vs.Volumes {
-			if strings.HasPrefix(v.Name, prefix) {
-				names = append(names, v.Name)
-			}
-		}
-		slices.Sort(names)
-		return names
-	}
+	ours := func() []string { return volumesNamed(t, engine.LabelShared, prefix) }
 	bare := func() *engine.Docker {
 		d, err := engine.NewDocker(context.Background(), engine.Config{InitImage: initImage})
 		if err != nil {
@@ -86,14 +73,8 @@ func TestSharedDirectoryVolume(t *testing.T) {
 		if left := ours(); len(left) != 0 {
 			t.Errorf("after GC --all: %v", left)
 		}
-		vs, err := dockerClient(t).VolumeList(context.Background(), volume.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range vs.Volumes {
-			if strings.HasPrefix(v.Name, prefix) {
-				t.Errorf("after GC --all: %s", v.Name)
-			}
+		if left := volumesNamed(t, "", prefix); len(left) != 0 {
+			t.Errorf("after GC --all: %v", left)
 		}
 	})
 	type seen struct {
@@ -174,4 +155,26 @@ func TestSharedDirectoryVolume(t *testing.T) {
 		t.Errorf("made again: %v", vs)
 	}
 	d.Close()
+}
+
+// volumesNamed lists the volumes whose name starts with prefix, sorted,
+// those with label only when label is not empty.
+func volumesNamed(t *testing.T, label, prefix string) []string {
+	t.Helper()
+	opts := volume.ListOptions{}
+	if label != "" {
+		opts.Filters = filters.NewArgs(filters.Arg("label", label))
+	}
+	vs, err := dockerClient(t).VolumeList(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range vs.Volumes {
+		if strings.HasPrefix(v.Name, prefix) {
+			names = append(names, v.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

@@ -69,17 +69,6 @@ func (d *Docker) UseInit(image string) {
 // usesInit reports whether spec's trees go through sginit.
 func (d *Docker) usesInit(spec Spec) bool { return len(spec.Trees) > 0 && d.cfg.InitImage != "" }
 
-// The sginit volumes: a volume filled with the init image's /bin, and a
-// marker volume that names it once it is complete, made and found as every
-// image volume is (shared.go).
-const (
-	// LabelSginit holds the init image ID the volume was filled from.
-	LabelSginit = "dev.strictgrade.sginit"
-	// labelSginitVolume, on a marker, names the filled volume.
-	labelSginitVolume = "dev.strictgrade.sginit.volume"
-	sginitPrefix      = "strictgrade-sginit-"
-)
-
 // sginitKind is the sginit volumes' kind (the prefix is the backend's).
 func (d *Docker) sginitKind() volumeKind {
 	return volumeKind{what: "sginit", label: LabelSginit, markerLabel: labelSginitVolume, prefix: d.sginitPrefix}

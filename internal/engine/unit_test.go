@@ -331,9 +331,9 @@ func TestGVisorProcessBound(t *testing.T) {
 // sandbox's own mounts (trees, StreamOut, volumes, the reserved ones);
 // such an image is refused with ErrSpec, and one that does not is mounted.
 func TestSharedDirOverlaps(t *testing.T) {
-	d := &Docker{shared: map[string]*sharedEntry{}}
+	d := &Docker{shared: map[string]*sharedDir{}}
 	spec := func(dir string, trees ...string) Spec {
-		d.shared["img"] = &sharedEntry{sharedDir: sharedDir{dir: dir, vol: "v"}}
+		d.shared["img"] = &sharedDir{dir: dir, vol: "v"}
 		s := Spec{Image: "img"}
 		for _, tr := range trees {
 			s.Trees = append(s.Trees, Tree{Dir: tr})
