@@ -30,8 +30,14 @@ type ImageInfo struct {
 	Created time.Time
 }
 
-// FindImage returns the image built from the named recipe, if present.
+// FindImage returns the image built from the named recipe, if present:
+// the one tagged with ImageRef. Labels alone do not name it: an image
+// made from it (a docker commit, a Dockerfile's FROM) inherits them, and
+// must not take its place.
 func (d *Docker) FindImage(ctx context.Context, name, recipe string) (ImageInfo, bool, error) {
+	if len(recipe) < 12 {
+		return ImageInfo{}, false, fmt.Errorf("%w: recipe %q", ErrSpec, recipe)
+	}
 	f := filters.NewArgs(
 		filters.Arg("label", LabelImage+"="+name),
 		filters.Arg("label", LabelRecipe+"="+recipe),
@@ -40,10 +46,19 @@ func (d *Docker) FindImage(ctx context.Context, name, recipe string) (ImageInfo,
 	if err != nil {
 		return ImageInfo{}, false, fmt.Errorf("engine: list images: %w", err)
 	}
-	if len(list) == 0 {
-		return ImageInfo{}, false, nil
+	ref := ImageRef(name, recipe)
+	for _, s := range list {
+		if slices.Contains(s.RepoTags, ref) {
+			return summaryInfo(s.ID, s.Labels, s.RepoTags, s.Size, s.Created), true, nil
+		}
 	}
-	return summaryInfo(list[0].ID, list[0].Labels, list[0].RepoTags, list[0].Size, list[0].Created), true, nil
+	return ImageInfo{}, false, nil
+}
+
+// ImageRef is the reference an image built from recipe is tagged with:
+// strictgrade/NAME:RECIPE[:12].
+func ImageRef(name, recipe string) string {
+	return "strictgrade/" + name + ":" + recipe[:min(12, len(recipe))]
 }
 
 // ListImages returns every image carrying strictgrade's image label.
@@ -92,7 +107,7 @@ func (d *Docker) ImportImage(ctx context.Context, rootfs io.Reader, spec ImportS
 	if !labelSafe(spec.Name) || len(spec.Recipe) < 12 {
 		return "", fmt.Errorf("%w: image name %q or recipe %q", ErrSpec, spec.Name, spec.Recipe)
 	}
-	ref := "strictgrade/" + spec.Name + ":" + spec.Recipe[:12]
+	ref := ImageRef(spec.Name, spec.Recipe)
 	lbl := map[string]string{LabelImage: spec.Name, LabelRecipe: spec.Recipe}
 	maps.Copy(lbl, spec.Labels)
 	var changes []string

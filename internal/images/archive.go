@@ -25,7 +25,7 @@ type loader interface {
 // builder detail: the same layer and spec give the same bytes, hence the
 // same image ID. It returns the archive and the reference it tags.
 func imageArchive(layer []byte, spec engine.ImportSpec) ([]byte, string, error) {
-	ref := refFor(spec.Name, spec.Recipe)
+	ref := engine.ImageRef(spec.Name, spec.Recipe)
 	labels := map[string]string{engine.LabelImage: spec.Name, engine.LabelRecipe: spec.Recipe}
 	for k, v := range spec.Labels {
 		labels[k] = v

@@ -106,7 +106,5 @@ func Ref(ctx context.Context, img Image) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("images: %s recipe: %w", img.Name(), err)
 	}
-	return refFor(img.Name(), recipe), nil
+	return engine.ImageRef(img.Name(), recipe), nil
 }
-
-func refFor(name, recipe string) string { return "strictgrade/" + name + ":" + recipe[:12] }
