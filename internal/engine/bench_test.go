@@ -5,7 +5,9 @@ package engine_test
 import (
 	"fmt"
 	"os/exec"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/strictgrade/strictgrade/internal/engine"
 )
@@ -41,4 +43,36 @@ func BenchmarkOneShot(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkLifecycles measures how many whole sandbox lives (create,
+// start, wait, remove) of a workload that does nothing the daemon gets
+// through per minute, one and two at a time: a strict grade that needs k
+// containers can go no faster than this rate over k, whatever its
+// workload (ADR 0016).
+func BenchmarkLifecycles(b *testing.B) {
+	for _, par := range []int{1, 2} {
+		b.Run(fmt.Sprintf("%d-at-a-time", par), func(b *testing.B) {
+			run := newRun(b)
+			sem := make(chan struct{}, par)
+			var wg sync.WaitGroup
+			start := time.Now()
+			n := 0
+			for b.Loop() {
+				sem <- struct{}{}
+				wg.Add(1)
+				n++
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					res, err := eng.Run(b.Context(), probe(run, "sleep", "0s"))
+					if err != nil || res.Code != 0 {
+						b.Error(err, res)
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(n)/time.Since(start).Minutes(), "containers/min")
+		})
+	}
 }

@@ -33,13 +33,16 @@ type volumeKind struct {
 }
 
 // LabelSharedDir, on a runtime image, names one directory of it (for the
-// Python image, /usr/lib) whose content sandboxes under sginit mount
+// Python image, /usr) whose content sandboxes under sginit mount
 // read-only from a volume the daemon filled from the image, instead of
 // reading it through the container's root filesystem. On a daemon whose
 // storage driver is fuse-overlayfs every container's root filesystem is a
 // FUSE mount of its own, with a page cache of its own: a short-lived
 // container reads its interpreter and libraries through it every time.
-// The volume is one bind mount shared by all of them, cached once.
+// The volume is one bind mount shared by all of them, cached once. The
+// daemon mounts its init binary (MountPointFiles) before the volume, so no
+// link of the image may lead that path into the directory: the volume
+// would hide it and no sandbox would start.
 const LabelSharedDir = "dev.strictgrade.shared-dir"
 
 // The labels and names of both kinds. The sginit volumes hold the init
@@ -177,7 +180,7 @@ func (d *Docker) sharedDirOf(ctx context.Context, spec Spec) (sharedDir, error) 
 		return sharedDir{}, err
 	}
 	under := func(a, b string) bool { return a == b || strings.HasPrefix(a, strings.TrimSuffix(b, "/")+"/") }
-	clash := slices.Clone(reservedDirs)
+	clash := slices.Concat(reservedDirs, MountPointFiles)
 	for _, t := range spec.Trees {
 		clash = append(clash, t.Dir)
 	}

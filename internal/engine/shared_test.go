@@ -19,13 +19,13 @@ import (
 )
 
 // sharedCheck runs in a sandbox of the Python image under sginit: it
-// reports whether /usr/lib is a read-only mount of its own, whether the
+// reports whether /usr is a read-only mount of its own, whether the
 // sandbox user can write there, and that the interpreter's standard
 // library loads from it.
 const sharedCheck = `
 import errno, json, os
 mounts = [l.split() for l in open("/proc/self/mountinfo")]
-own = [m for m in mounts if m[4] == "/usr/lib"]
+own = [m for m in mounts if m[4] == "/usr"]
 try:
     open("/usr/lib/strictgrade-write-test", "w")
     write = "written"
@@ -35,7 +35,7 @@ print(json.dumps({"mounted": len(own) == 1, "ro": bool(own) and "ro" in own[0][5
     "write": write, "json": json.__file__, "uid": os.getuid()}))
 `
 
-// TestSharedDirectoryVolume: the Python image names /usr/lib as its shared
+// TestSharedDirectoryVolume: the Python image names /usr as its shared
 // directory; the first sandbox reads the image's own copy while the volume
 // is made in the background; later ones, in this backend and the next,
 // mount the volume read-only (the sandbox user cannot write there, the
@@ -132,7 +132,7 @@ func TestSharedDirectoryVolume(t *testing.T) {
 
 	// The volumes removed between two sandboxes (as gc --all does): the
 	// next one is the grader's error, not a sandbox with an empty
-	// /usr/lib, and the daemon's empty stand-in goes; the one after reads
+	// /usr, and the daemon's empty stand-in goes; the one after reads
 	// the image's copy and the volume is made again.
 	for _, v := range ours() {
 		if err := dockerClient(t).VolumeRemove(ctx, v, false); err != nil {

@@ -355,6 +355,8 @@ func TestSharedDirOverlaps(t *testing.T) {
 		{"/etc/ssl", nil, false},
 		{"/.sginit", nil, false},
 		{"/proc/x", nil, false},
+		{"/sbin", nil, false},
+		{"/usr", []string{"/artifacts", "/inputs"}, true},
 	} {
 		got, err := d.sharedDirOf(t.Context(), spec(c.dir, c.trees...))
 		if c.ok != (err == nil) || (c.ok && got != (sharedDir{c.dir, "v"})) {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -40,13 +42,17 @@ var PythonPackages = []string{
 }
 
 // pythonLayout versions the steps Build takes beyond debootstrap itself.
-const pythonLayout = 2
+const pythonLayout = 3
 
-// pythonLabels are the image's labels beyond its name and recipe: /usr/lib
-// (the interpreter's standard library, pytest and the shared libraries;
-// /lib is a link to it) is the image's shared directory, mounted
-// read-only from one volume in every sandbox under sginit (ADR 0016).
-var pythonLabels = map[string]string{engine.LabelSharedDir: "/usr/lib"}
+// pythonShared is the Python image's shared directory (ADR 0016): /usr
+// holds the interpreter, its standard library, pytest and the shared
+// libraries (/bin and /lib link into it), so a sandbox under sginit reads
+// all of them from one read-only volume rather than through its own root
+// filesystem mount.
+const pythonShared = "/usr"
+
+// pythonLabels are the image's labels beyond its name and recipe.
+var pythonLabels = map[string]string{engine.LabelSharedDir: pythonShared}
 
 // Env is the environment the Python image declares.
 var pythonEnv = []string{
@@ -91,9 +97,17 @@ func (p Python) Recipe(context.Context) (string, error) {
 // addMountPoints gives the root filesystem at root the paths every sandbox
 // under sginit mounts over (engine.MountPointDirs and MountPointFiles), as
 // root's, so that no container makes them in a layer of its own (ADR 0016).
-// Paths through the image's own links (/sbin to usr/sbin) resolve inside
-// root: the links are relative.
-func addMountPoints(root string) error {
+// Paths through the image's own links resolve inside root (the links are
+// relative), except that a mount point file must not land in the shared
+// directory: the daemon mounts its init binary before the shared volume,
+// which would then hide it. A link on the way there (Debian's /sbin to
+// usr/sbin) becomes a directory of links, one per entry, beside it.
+func addMountPoints(root, shared string) error {
+	for _, f := range engine.MountPointFiles {
+		if err := keepOutOf(root, path.Dir(f), shared); err != nil {
+			return err
+		}
+	}
 	for _, d := range engine.MountPointDirs {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return err
@@ -104,6 +118,12 @@ func addMountPoints(root string) error {
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return err
 		}
+		// Not through a link that keepOutOf made to the shared copy.
+		if fi, err := os.Lstat(full); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if err := os.Remove(full); err != nil {
+				return err
+			}
+		}
 		h, err := os.OpenFile(full, os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
 			return err
@@ -111,6 +131,64 @@ func addMountPoints(root string) error {
 		if err := h.Close(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// keepOutOf makes dir (absolute, in the image at root) a real directory
+// outside shared when a link of its path leads into shared: the first
+// such link is replaced by a directory holding one relative link per entry
+// of its target, so every name it served still resolves, to the same file.
+func keepOutOf(root, dir, shared string) error {
+	under := func(p string) bool { return p == shared || strings.HasPrefix(p, shared+"/") }
+	cur := "/"
+	for _, part := range strings.Split(strings.TrimPrefix(dir, "/"), "/") {
+		next := path.Join(cur, part)
+		full := filepath.Join(root, next)
+		fi, err := os.Lstat(full)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		target, err := os.Readlink(full)
+		if err != nil {
+			return err
+		}
+		if path.IsAbs(target) {
+			target = path.Clean(target)
+		} else {
+			target = path.Join(cur, target)
+		}
+		if !under(target) || under(cur) {
+			cur = target
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(root, target))
+		if err != nil {
+			return fmt.Errorf("link %s: %w", next, err)
+		}
+		if err := os.Remove(full); err != nil {
+			return err
+		}
+		if err := os.Mkdir(full, 0o755); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			rel, err := filepath.Rel(next, path.Join(target, e.Name()))
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(rel, filepath.Join(full, e.Name())); err != nil {
+				return err
+			}
+		}
+		cur = next
 	}
 	return nil
 }
@@ -160,7 +238,7 @@ func (p Python) Build(ctx context.Context, s Store, recipe string, progress io.W
 			return "", err
 		}
 	}
-	if err := addMountPoints(root); err != nil {
+	if err := addMountPoints(root, pythonShared); err != nil {
 		return "", err
 	}
 	fmt.Fprintln(progress, "images: importing the root filesystem")

@@ -186,8 +186,9 @@ func writeFile(t *testing.T, name, content string) {
 }
 
 // TestImagesHoldMountPoints: a scratch image's root filesystem and a
-// debootstrap one (through its /sbin link) hold the sandbox's mount points
-// as root's, so no container makes them in its own layer.
+// debootstrap one hold the sandbox's mount points as root's, so no
+// container makes them in its own layer, and none lies in the shared
+// directory, which the daemon mounts after them.
 func TestImagesHoldMountPoints(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "judge"), []byte("binary"), 0o755); err != nil {
@@ -223,25 +224,53 @@ func TestImagesHoldMountPoints(t *testing.T) {
 		}
 	}
 
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "usr", "sbin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("usr/sbin", filepath.Join(root, "sbin")); err != nil {
-		t.Fatal(err)
-	}
-	if err := addMountPoints(root); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Lstat(filepath.Join(root, "sbin")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("the /sbin link was replaced: %v %v", fi, err)
-	}
-	for _, d := range engine.MountPointDirs {
-		if fi, err := os.Stat(filepath.Join(root, d)); err != nil || !fi.IsDir() {
-			t.Errorf("debootstrap: directory %s: %v", d, err)
+	// A debootstrap-like root: /sbin links to usr/sbin. With a shared
+	// directory elsewhere the link stays and the file is made through it;
+	// with /usr shared, /sbin becomes a directory of links beside it.
+	debootstrapped := func() string {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "usr", "sbin"), 0o755); err != nil {
+			t.Fatal(err)
 		}
+		if err := os.WriteFile(filepath.Join(root, "usr", "sbin", "ldconfig"), []byte("ld"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("usr/sbin", filepath.Join(root, "sbin")); err != nil {
+			t.Fatal(err)
+		}
+		return root
 	}
-	if fi, err := os.Stat(filepath.Join(root, "usr", "sbin", "docker-init")); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
-		t.Errorf("debootstrap: /sbin/docker-init not made through the link: %v", err)
+	for _, shared := range []string{"/usr/lib", "/usr"} {
+		root := debootstrapped()
+		if err := addMountPoints(root, shared); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range engine.MountPointDirs {
+			if fi, err := os.Stat(filepath.Join(root, d)); err != nil || !fi.IsDir() {
+				t.Errorf("shared %s: directory %s: %v", shared, d, err)
+			}
+		}
+		sbin, err := os.Lstat(filepath.Join(root, "sbin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		init := filepath.Join(root, "usr", "sbin", "docker-init")
+		if shared == "/usr" {
+			init = filepath.Join(root, "sbin", "docker-init")
+			if !sbin.IsDir() {
+				t.Errorf("shared %s: /sbin is %v, want a directory outside it", shared, sbin.Mode())
+			}
+			if target, err := os.Readlink(filepath.Join(root, "sbin", "ldconfig")); err != nil || target != "../usr/sbin/ldconfig" {
+				t.Errorf("shared %s: /sbin/ldconfig links to %q (%v), want ../usr/sbin/ldconfig", shared, target, err)
+			}
+			if _, err := os.Lstat(filepath.Join(root, "usr", "sbin", "docker-init")); err == nil {
+				t.Errorf("shared %s: docker-init made in the shared directory", shared)
+			}
+		} else if sbin.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("shared %s: the /sbin link was replaced", shared)
+		}
+		if fi, err := os.Lstat(init); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+			t.Errorf("shared %s: %s: %v %v", shared, init, fi, err)
+		}
 	}
 }
