@@ -20,7 +20,7 @@ func init() {
 		&Probe{ID: "V5.10-call-order", Taxonomy: "V5.10", Class: "V5", Title: "answers keyed to the order of calls", Source: "TAXONOMY",
 			Strict: judged(&Case{Task: "add20", Files: map[string]string{"solution.py": callOrderKeyed}}, "twenty cases are called in an order drawn from the grade's nonce: the file's own order comes up once in 20! grades")},
 		&Probe{ID: "V9.3-disk-exhaustion", Taxonomy: "V9.3", Class: "V9", Title: "fills the output directory's bytes and inodes", Source: "TAXONOMY",
-			Strict: &Case{Task: "rev", Files: map[string]string{"solution.py": diskFiller},
+			Strict: &Case{Task: "fill", Files: map[string]string{"solution.py": diskFiller},
 				Expect: Blocked, Layer: "judge: missing_output", Why: "/output is a tmpfs capped in bytes and inodes: the flood stops at the cap, never on the host's disk, and leaves no room for an answer"}},
 		&Probe{ID: "V10.5-disclosure", Taxonomy: "V10.5", Class: "V10", Title: "echoes hidden inputs through every channel", Source: "TAXONOMY",
 			Strict: &Case{Custom: disclosureProbe, Expect: Blocked, Layer: "disclosure: nothing quoted",
