@@ -27,7 +27,8 @@ type Expected struct {
 	// entries were recorded on (DefaultRuntime), the rows whose deciding
 	// layer differs there, each with the reason. A row may change the
 	// layer within its class ("limits: timeout" to "limits:
-	// memory_limit"), never the result or the class.
+	// memory_limit"), never the result; it changes the class only by
+	// naming, in ClassFrom, the class it leaves.
 	Runtimes map[string][]RuntimeExpectation `json:"runtimes,omitempty"`
 }
 
@@ -38,6 +39,12 @@ const DefaultRuntime = "docker/runc"
 type RuntimeExpectation struct {
 	Expectation
 	Why string `json:"why"`
+	// ClassFrom, when set, is the layer class of the entry this row
+	// replaces, which the row leaves for another: a deliberate change,
+	// stated where a reviewer reads it, and one that stops matching (and
+	// is refused) as soon as the entry itself moves. Only a blocked
+	// attack may change class, never a control.
+	ClassFrom string `json:"class_from,omitempty"`
 }
 
 // LayerClass is the part of a deciding layer before its colon: "limits",
@@ -70,9 +77,17 @@ func (e *Expected) For(runtime string) (*Expected, error) {
 			return nil, fmt.Errorf("proofmatrix: %s row %s [%s] names no entry", runtime, r.ID, r.Tier)
 		case strings.TrimSpace(r.Why) == "":
 			return nil, fmt.Errorf("proofmatrix: %s row %s [%s] gives no reason", runtime, r.ID, r.Tier)
-		case r.Result != out.Entries[i].Result || LayerClass(r.Layer) != LayerClass(out.Entries[i].Layer):
-			return nil, fmt.Errorf("proofmatrix: %s row %s [%s] changes the result or layer class (%s by %q, recorded %s by %q)",
+		case r.Result != out.Entries[i].Result:
+			return nil, fmt.Errorf("proofmatrix: %s row %s [%s] changes the result (%s by %q, recorded %s by %q)",
 				runtime, r.ID, r.Tier, r.Result, r.Layer, out.Entries[i].Result, out.Entries[i].Layer)
+		case r.ClassFrom == "" && LayerClass(r.Layer) != LayerClass(out.Entries[i].Layer):
+			return nil, fmt.Errorf("proofmatrix: %s row %s [%s] changes the layer class (%q, recorded %q) without saying so in class_from",
+				runtime, r.ID, r.Tier, r.Layer, out.Entries[i].Layer)
+		case r.ClassFrom != "" && (r.ClassFrom != LayerClass(out.Entries[i].Layer) || LayerClass(r.Layer) == r.ClassFrom):
+			return nil, fmt.Errorf("proofmatrix: %s row %s [%s] says it leaves class %q, but the entry is decided by %q and the row by %q",
+				runtime, r.ID, r.Tier, r.ClassFrom, out.Entries[i].Layer, r.Layer)
+		case r.ClassFrom != "" && (r.Result != Blocked || strings.HasPrefix(r.ID, "control-")):
+			return nil, fmt.Errorf("proofmatrix: %s row %s [%s] changes the layer class of a %s run: only a blocked attack may", runtime, r.ID, r.Tier, r.Result)
 		}
 		out.Entries[i] = r.Expectation
 	}

@@ -89,22 +89,34 @@ func TestRuntimeRows(t *testing.T) {
 func TestForRefuses(t *testing.T) {
 	base := Expectation{ID: "V9.1-fork-bomb", Tier: Strict, Result: Blocked, Layer: "limits: timeout"}
 	for name, row := range map[string]RuntimeExpectation{
-		"unknown entry": {Expectation{ID: "nope", Tier: Strict, Result: Blocked, Layer: "limits: timeout"}, "x"},
-		"no reason":     {Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "limits: memory_limit"}, " "},
-		"other class":   {Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "judge: wrong_answer"}, "x"},
-		"other result":  {Expectation{ID: base.ID, Tier: Strict, Result: Succeeds, Layer: "limits: timeout"}, "x"},
+		"unknown entry":            {Expectation{ID: "nope", Tier: Strict, Result: Blocked, Layer: "limits: timeout"}, "x", ""},
+		"no reason":                {Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "limits: memory_limit"}, " ", ""},
+		"other class":              {Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "judge: wrong_answer"}, "x", ""},
+		"other result":             {Expectation{ID: base.ID, Tier: Strict, Result: Succeeds, Layer: "limits: timeout"}, "x", ""},
+		"wrong class_from":         {Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "judge: missing_output"}, "x", "judge"},
+		"class_from, same class":   {Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "limits: memory_limit"}, "x", "limits"},
+		"class_from, other result": {Expectation{ID: base.ID, Tier: Strict, Result: Succeeds, Layer: "judge: wrong_answer"}, "x", "limits"},
 	} {
 		e := &Expected{Entries: []Expectation{base}, Runtimes: map[string][]RuntimeExpectation{"docker/runsc": {row}}}
 		if _, err := e.For("docker/runsc"); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	ok := &Expected{Entries: []Expectation{base}, Runtimes: map[string][]RuntimeExpectation{"docker/runsc": {{Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "limits: memory_limit"}, "why"}}}}
+	ok := &Expected{Entries: []Expectation{base}, Runtimes: map[string][]RuntimeExpectation{"docker/runsc": {{Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "limits: memory_limit"}, "why", ""}}}}
 	got, err := ok.For("docker/runsc")
 	if err != nil || got.Entries[0].Layer != "limits: memory_limit" || ok.Entries[0].Layer != "limits: timeout" {
 		t.Errorf("override: %v %+v (base %+v)", err, got, ok.Entries[0])
 	}
-	if _, err := (&Expected{Runtimes: map[string][]RuntimeExpectation{DefaultRuntime: {{base, "x"}}}}).For(DefaultRuntime); err == nil {
+	if _, err := (&Expected{Runtimes: map[string][]RuntimeExpectation{DefaultRuntime: {{base, "x", ""}}}}).For(DefaultRuntime); err == nil {
 		t.Error("rows for the default runtime accepted")
+	}
+	// A class change said in class_from is taken; a control's is not.
+	moved := &Expected{Entries: []Expectation{base}, Runtimes: map[string][]RuntimeExpectation{"kubernetes/runc": {{Expectation{ID: base.ID, Tier: Strict, Result: Blocked, Layer: "judge: missing_output"}, "why", "limits"}}}}
+	if got, err := moved.For("kubernetes/runc"); err != nil || got.Entries[0].Layer != "judge: missing_output" {
+		t.Errorf("class change with class_from: %v %+v", err, got)
+	}
+	ctl := Expectation{ID: "control-wrong", Tier: Strict, Result: Fail, Layer: "judge: wrong_answer"}
+	if _, err := (&Expected{Entries: []Expectation{ctl}, Runtimes: map[string][]RuntimeExpectation{"kubernetes/runc": {{Expectation{ID: ctl.ID, Tier: Strict, Result: Fail, Layer: "limits: timeout"}, "why", "judge"}}}}).For("kubernetes/runc"); err == nil {
+		t.Error("a control's class change accepted")
 	}
 }
