@@ -5,8 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
+
+	"k8s.io/klog/v2"
 
 	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/internal/images"
@@ -32,6 +35,15 @@ type backendArgs struct {
 
 // register adds the backend flags to fs, defaulting from the environment.
 func (b *backendArgs) register(fs *flag.FlagSet) {
+	b.registerWhere(fs)
+	n, _ := strconv.Atoi(os.Getenv("STRICTGRADE_CASE_PARALLEL"))
+	fs.IntVar(&b.caseParallel, "case-parallel", n,
+		"how many containers of one grade run at once for a task with a container per case (default $STRICTGRADE_CASE_PARALLEL, else 2); 1 runs them one after another")
+}
+
+// registerWhere adds the flags that say where sandboxes run, for a
+// command that grades nothing (gc).
+func (b *backendArgs) registerWhere(fs *flag.FlagSet) {
 	fs.StringVar(&b.backend, "backend", envOr("STRICTGRADE_BACKEND", backendDocker),
 		"where sandboxes run: docker (the daemon named by $DOCKER_HOST) or kubernetes (the cluster of --kubeconfig; strict tier only); $STRICTGRADE_BACKEND sets the default")
 	fs.StringVar(&b.runtime, "runtime", os.Getenv("STRICTGRADE_RUNTIME"),
@@ -42,9 +54,6 @@ func (b *backendArgs) register(fs *flag.FlagSet) {
 		"kubernetes: the namespace that holds the pods; it must exist (default $STRICTGRADE_K8S_NAMESPACE, else the kubeconfig's)")
 	fs.StringVar(&b.node, "node", os.Getenv("STRICTGRADE_K8S_NODE"),
 		"kubernetes: bind every pod to this node instead of leaving it to the scheduler (default $STRICTGRADE_K8S_NODE)")
-	n, _ := strconv.Atoi(os.Getenv("STRICTGRADE_CASE_PARALLEL"))
-	fs.IntVar(&b.caseParallel, "case-parallel", n,
-		"how many containers of one grade run at once for a task with a container per case (default $STRICTGRADE_CASE_PARALLEL, else 2); 1 runs them one after another")
 }
 
 func envOr(name, def string) string {
@@ -106,6 +115,7 @@ func (b *backendArgs) configure(ctx context.Context, stdio IO, cfg *controller.C
 		}
 		*s.ref = ref
 	}
+	quietKlog(stdio.Log)
 	kb, err := kubernetes.New(ctx, kubernetes.Config{
 		Kubeconfig: b.kubeconfig, Namespace: b.namespace, NodeName: b.node, RuntimeClass: b.runtime,
 		LoaderImage: cfg.RuntimeImage, Logger: stdio.Log,
@@ -141,3 +151,33 @@ func (b *backendArgs) open(ctx context.Context, stdio IO, cfg controller.Config,
 	}
 	return ctrl, func() { _ = ctrl.Close(); done() }, nil
 }
+
+// quietKlog sends what client-go logs through klog (its own "unhandled"
+// errors, such as a stream that ended while being closed, which the
+// backend sees and handles itself) to log at debug level, instead of
+// klog's default of standard error, where a user would take them for the
+// grade's failure.
+func quietKlog(log *slog.Logger) {
+	klog.SetSlogLogger(slog.New(debugHandler{log.Handler()}))
+}
+
+// debugHandler passes every record to h at debug level.
+type debugHandler struct{ h slog.Handler }
+
+func (d debugHandler) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.h.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d debugHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !d.h.Enabled(ctx, slog.LevelDebug) {
+		return nil // a caller that asked no Enabled first
+	}
+	r.Level = slog.LevelDebug
+	return d.h.Handle(ctx, r)
+}
+
+func (d debugHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return debugHandler{d.h.WithAttrs(attrs)}
+}
+
+func (d debugHandler) WithGroup(name string) slog.Handler { return debugHandler{d.h.WithGroup(name)} }

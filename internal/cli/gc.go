@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/sandbox"
 )
 
 func init() {
@@ -21,7 +23,11 @@ and its pid is free or names a process started later), or they are older
 than --max-age, the longest a grade is assumed to live. Objects of grades
 running in other processes are left alone. --all removes every selected
 object, running grades' included. Each object is printed on stdout as
-"container<TAB>ID" or "volume<TAB>NAME".`)
+"container<TAB>ID" or "volume<TAB>NAME" ("pod<TAB>NAME" and the
+controller-side "volume<TAB>NAME" with --backend kubernetes, whose
+namespace it reaps).`)
+	var where backendArgs
+	where.registerWhere(fs)
 	run := fs.String("run", "", "only objects of this run id")
 	older := fs.Duration("older-than", 0, "only objects created at least this long ago (e.g. 1h)")
 	maxAge := fs.Duration("max-age", engine.DefaultMaxAge, "objects older than this are abandoned whatever their owner")
@@ -36,26 +42,49 @@ object, running grades' included. Each object is printed on stdout as
 	if *maxAge <= 0 || *older < 0 {
 		return usagef("--max-age must be positive and --older-than not negative")
 	}
-	eng, err := engine.NewDocker(ctx, engine.Config{Logger: stdio.Log})
-	if err != nil {
+	if err := where.check(); err != nil {
 		return err
 	}
-	defer eng.Close()
-	rep, err := eng.GC(ctx, engine.GCOptions{Run: *run, OlderThan: *older, MaxAge: *maxAge, All: *all, DryRun: *dry})
+	opts := sandbox.GCOptions{Run: *run, OlderThan: *older, MaxAge: *maxAge, All: *all, DryRun: *dry}
+	var (
+		rep   sandbox.GCReport
+		gcErr error
+	)
+	kind := "container"
+	if where.backend == backendKubernetes {
+		kind = "pod"
+		var cfg controller.Config
+		closeBackend, err := where.configure(ctx, stdio, &cfg)
+		if err != nil {
+			return err
+		}
+		defer closeBackend()
+		rep, gcErr = cfg.Backend.GC(ctx, opts)
+	} else {
+		if where.runtime != "" {
+			return usagef("--runtime selects nothing to reap on docker: gc takes every managed object of the daemon")
+		}
+		eng, err := engine.NewDocker(ctx, engine.Config{Logger: stdio.Log})
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		rep, gcErr = eng.GC(ctx, opts)
+	}
 	for _, c := range rep.Containers {
-		fmt.Fprintf(stdio.Stdout, "container\t%s\n", c)
+		fmt.Fprintf(stdio.Stdout, "%s\t%s\n", kind, c)
 	}
 	for _, v := range rep.Volumes {
 		fmt.Fprintf(stdio.Stdout, "volume\t%s\n", v)
 	}
-	if err != nil {
-		return err
+	if gcErr != nil {
+		return gcErr
 	}
 	verb := "removed"
 	if *dry {
 		verb = "would remove"
 	}
-	fmt.Fprintf(stdio.Stderr, "gc: %s %d containers, %d volumes; left %d objects of live processes\n",
-		verb, len(rep.Containers), len(rep.Volumes), rep.Kept)
+	fmt.Fprintf(stdio.Stderr, "gc: %s %d %ss, %d volumes; left %d objects of live processes\n",
+		verb, len(rep.Containers), kind, len(rep.Volumes), rep.Kept)
 	return nil
 }
