@@ -358,3 +358,43 @@ func TestImageIDAndLatency(t *testing.T) {
 	t.Logf("create→result of a trivial run: min %v median %v max %v", runs[0], runs[2], runs[4])
 	t.Logf("prepared Run→result: min %v median %v max %v", prepared[0], prepared[2], prepared[4])
 }
+
+// TestWorkloadRefusesItsInput: what a workload does with its standard
+// input is the candidate's doing, so a workload that closes it, or never
+// reads it, gets a result (graded as the candidate's), never an error: an
+// error would be ERROR, which a harness retries, for ever.
+func TestWorkloadRefusesItsInput(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	b := newBackend(t, cfg)
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	big := strings.Repeat("0123456789abcdef", 1<<19) // 8 MiB, far past any pipe's buffer
+	for _, c := range []struct {
+		name string
+		cmd  string
+		wall time.Duration
+		exit sandbox.ExitKind
+	}{
+		{"closes it and goes on", "import os,sys,time; os.close(0); time.sleep(3); sys.stdout.write('done')", time.Minute, sandbox.ExitExited},
+		{"reads a little, closes it and goes on", "import os,sys,time; os.read(0, 10); os.close(0); time.sleep(3); sys.stdout.write('done')", time.Minute, sandbox.ExitExited},
+		{"never reads it", "import time; time.sleep(600)", 6 * time.Second, sandbox.ExitTimeout},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			res, err := b.Run(t.Context(), sandbox.Spec{Run: run, Phase: "test", Image: imgs[1],
+				Cmd:    []string{"python3", "-I", "-S", "-c", c.cmd},
+				Stdin:  strings.NewReader(big),
+				Limits: sandbox.Limits{Wall: c.wall}})
+			if err != nil {
+				t.Fatalf("an error after %v, where the workload's choice should give a result: %v", time.Since(start), err)
+			}
+			if res.Exit != c.exit {
+				t.Errorf("exit %s (code %d, stdout %q, stderr %q), want %s", res.Exit, res.Code, res.Stdout, res.Stderr, c.exit)
+			}
+			if c.exit == sandbox.ExitExited && string(res.Stdout) != "done" {
+				t.Errorf("stdout %q, want done", res.Stdout)
+			}
+			t.Logf("%s after %v", res.Exit, time.Since(start))
+		})
+	}
+}
