@@ -270,20 +270,40 @@ func (ph *phase) spec() (sandbox.Spec, error) {
 }
 
 // shape is the spec every case container of the phase shares but for its
-// command, standard input, wall clock and the content of its trees: what
-// a backend can start ahead of time. TestShapeMatchesCases holds it to
-// the specs the kinds below make.
+// standard input and the content of its trees: what a backend can start
+// ahead of time. Where every case container runs the same command under
+// the same wall clock (function and data tasks) the shape carries them
+// too, for a backend that fixes a sandbox's command when it creates it
+// (Kubernetes); a command task's argv and input differ by case.
+// TestShapeMatchesCases holds it to the specs the kinds below make.
 func (ph *phase) shape() sandbox.Spec {
 	s, _ := ph.spec()
 	switch ph.req.Kind {
 	case schema.KindFunction:
 		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputsDir})
+		s.Cmd = shimCmd()
+		group := len(ph.req.Cases)
+		if ph.req.PerCase {
+			group = 1
+		}
+		s.Limits.Wall = groupWall(ph.req.Limits, group)
 	case schema.KindData:
 		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputDir, Policy: ioPolicy(ph.req.Limits)})
+		s.Cmd = slices.Clone(ph.req.Data.Argv)
 		s.StreamOut = outputQuota(ph.req.Limits)
 		s.CollectPolicy = outputPolicy(ph.req.Limits)
 	}
 	return s
+}
+
+// shimCmd runs the function tasks' shim.
+func shimCmd() []string { return []string{"python3", "-I", InputsDir + "/shim.py"} }
+
+// groupWall is the wall clock of a container that calls n cases in one
+// process: the shim enforces each case's limit, and this covers them all
+// plus the interpreter's start.
+func groupWall(l Limits, n int) time.Duration {
+	return min(time.Duration(n)*l.CaseTime+5*time.Second, sandbox.MaxLimits.Wall)
 }
 
 // containers is how many case containers the phase runs.
@@ -406,10 +426,8 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 			return "", err
 		}
 		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputsDir, Archive: tarFiles(files, []string{"cases.json", "shim.py"})})
-		s.Cmd = []string{"python3", "-I", InputsDir + "/shim.py"}
-		// One container for the group: the shim enforces the per-case
-		// limit, the wall clock covers them all plus interpreter start.
-		s.Limits.Wall = min(time.Duration(len(group))*req.Limits.CaseTime+5*time.Second, sandbox.MaxLimits.Wall)
+		s.Cmd = shimCmd()
+		s.Limits.Wall = groupWall(req.Limits, len(group))
 		res, err := ph.eng.Run(ctx, s)
 		if err != nil {
 			return "", err

@@ -47,6 +47,11 @@ func sameShape(a, b sandbox.Spec) bool {
 	}
 	la, lb := a.Limits, b.Limits
 	la.Wall, lb.Wall = 0, 0
+	// The command and wall clock, where the shape carries them, are the
+	// cases' own.
+	if len(a.Cmd) > 0 && (!slices.Equal(a.Cmd, b.Cmd) || a.Limits.Wall != b.Limits.Wall) {
+		return false
+	}
 	return a.Image == b.Image && a.Phase == b.Phase && a.WorkDir == b.WorkDir && slices.Equal(a.Env, b.Env) &&
 		la == lb && slices.Equal(dirs(a), dirs(b)) && len(a.Mounts) == len(b.Mounts) &&
 		string(mustJSON(a.StreamOut)) == string(mustJSON(b.StreamOut)) &&

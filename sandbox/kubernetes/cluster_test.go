@@ -3,8 +3,10 @@
 package kubernetes_test
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -396,5 +398,168 @@ func TestWorkloadRefusesItsInput(t *testing.T) {
 			}
 			t.Logf("%s after %v", res.Exit, time.Since(start))
 		})
+	}
+}
+
+// treeArchive is a tar of one file.
+func treeArchive(t *testing.T, name, body string) []byte {
+	t.Helper()
+	var buf strings.Builder
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return []byte(buf.String())
+}
+
+// poolPods lists the pods of b's pool, with whether each one's loader
+// runs (waits for its volumes).
+func poolPods(t *testing.T, cli k8s.Interface, ns string, b *kubernetes.Backend) (all, waiting int) {
+	t.Helper()
+	l, err := cli.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sandbox.LabelRun + "=" + kubernetes.PoolRun(b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range l.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		all++
+		for _, cs := range p.Status.InitContainerStatuses {
+			if cs.State.Running != nil {
+				waiting++
+			}
+		}
+	}
+	return all, waiting
+}
+
+func waitPool(t *testing.T, cli k8s.Interface, ns string, b *kubernetes.Backend, want int) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		all, waiting := poolPods(t, cli, ns, b)
+		if all == want && waiting == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool: %d pods, %d waiting; want %d", all, waiting, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestWarmPods: pods started ahead of time (sandbox.Warmer) serve the next
+// runs of their shape, each once, with the run's own trees; a run finds
+// none left and starts its own; an idle pod is deleted unused, as is a
+// pod whose loader is gone; Close leaves none; a spec whose pod cannot be
+// made before its command, input or volumes are known is not warmed.
+func TestWarmPods(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	cfg.PoolMaxIdle = 20 * time.Second
+	b := newBackend(t, cfg)
+	cli := client(t, cfg)
+	ns := b.Namespace()
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	shape := sandbox.Spec{Run: run, Phase: "judge", Image: imgs[1],
+		Cmd:    []string{"python3", "-I", "-S", "-c", "import sys; sys.stdout.write(open('/in/x').read())"},
+		Trees:  []sandbox.Tree{{Dir: "/in"}},
+		Limits: sandbox.Limits{Wall: 30 * time.Second}}
+	for name, s := range map[string]sandbox.Spec{
+		"no command":  func() sandbox.Spec { s := shape; s.Cmd = nil; return s }(),
+		"stdin":       func() sandbox.Spec { s := shape; s.Stdin = strings.NewReader("x"); return s }(),
+		"no trees":    func() sandbox.Spec { s := shape; s.Trees = nil; return s }(),
+		"not a spec":  func() sandbox.Spec { s := shape; s.Run = ""; return s }(),
+		"zero wanted": shape,
+	} {
+		n := 1
+		if name == "zero wanted" {
+			n = 0
+		}
+		if b.Warm(t.Context(), s, n) {
+			t.Errorf("%s: warmed", name)
+		}
+	}
+	if !b.Warm(t.Context(), shape, 2) {
+		t.Fatal("a judge-like spec was not warmed")
+	}
+	waitPool(t, cli, ns, b, 2)
+	pooled := "sg-" + kubernetes.PoolRun(b) + "-"
+	seen := map[string]bool{}
+	for i, want := range []bool{true, true, false} {
+		spec := shape
+		body := fmt.Sprintf("run %d", i)
+		spec.Trees = []sandbox.Tree{{Dir: "/in", Archive: treeArchive(t, "x", body)}}
+		res, err := b.Run(t.Context(), spec)
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if string(res.Stdout) != body || res.Exit != sandbox.ExitExited {
+			t.Errorf("run %d: %q %s %d (stderr %q)", i, res.Stdout, res.Exit, res.Code, res.Stderr)
+		}
+		if got := strings.HasPrefix(res.ID, pooled); got != want {
+			t.Errorf("run %d in pod %s: pooled %v, want %v", i, res.ID, got, want)
+		}
+		if seen[res.ID] {
+			t.Errorf("pod %s handed out twice", res.ID)
+		}
+		seen[res.ID] = true
+	}
+	if all, _ := poolPods(t, cli, ns, b); all != 0 {
+		t.Errorf("%d pooled pods left after their runs", all)
+	}
+
+	// A pod whose loader is gone (deleted from outside) is not used.
+	b.Warm(t.Context(), shape, 1)
+	waitPool(t, cli, ns, b, 1)
+	l, err := cli.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: sandbox.LabelRun + "=" + kubernetes.PoolRun(b)})
+	if err != nil || len(l.Items) != 1 {
+		t.Fatalf("pool pods: %v %v", l, err)
+	}
+	zero := int64(0)
+	if err := cli.CoreV1().Pods(ns).Delete(t.Context(), l.Items[0].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the attach stream notices
+	spec := shape
+	spec.Trees = []sandbox.Tree{{Dir: "/in", Archive: treeArchive(t, "x", "after")}}
+	res, err := b.Run(t.Context(), spec)
+	if err != nil || string(res.Stdout) != "after" || strings.HasPrefix(res.ID, pooled) {
+		t.Errorf("after the pooled pod was deleted: %v %+v", err, res)
+	}
+
+	// An idle pod is deleted unused after PoolMaxIdle.
+	b.Warm(t.Context(), shape, 1)
+	waitPool(t, cli, ns, b, 1)
+	deadline := time.Now().Add(cfg.PoolMaxIdle + 30*time.Second)
+	for {
+		if all, _ := poolPods(t, cli, ns, b); all == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an idle pooled pod was never deleted")
+		}
+		time.Sleep(time.Second)
+	}
+
+	// Close deletes what is pooled and what is starting.
+	b.Warm(t.Context(), shape, 2)
+	waitPool(t, cli, ns, b, 2)
+	b.Warm(t.Context(), shape, 1) // one starting as Close runs
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := poolPods(t, cli, ns, b); all != 0 {
+		t.Errorf("Close left %d pooled pods", all)
+	}
+	if b.Warm(t.Context(), shape, 1) {
+		t.Error("warmed after Close")
 	}
 }

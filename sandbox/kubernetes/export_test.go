@@ -9,3 +9,6 @@ func Retarget(b *Backend, node string, startTimeout time.Duration) {
 	b.cfg.NodeName = node
 	b.cfg.StartTimeout = startTimeout
 }
+
+// PoolRun is the run label of the pods b starts ahead of time.
+func PoolRun(b *Backend) string { return b.pool.run }

@@ -63,6 +63,9 @@ type Config struct {
 	// VolumeDir holds the host-side volumes; empty means
 	// $TMPDIR/strictgrade-kubernetes-volumes, created 0700.
 	VolumeDir string
+	// PoolMaxIdle bounds how long a pod started ahead of time (Warm) may
+	// wait for its work; an older one is deleted unused. Zero means 2m.
+	PoolMaxIdle time.Duration
 	// QPS and Burst bound the client's request rate; zero means 100 and
 	// 200.
 	QPS   float32
@@ -79,11 +82,16 @@ type Backend struct {
 	log  *slog.Logger
 	vols *volumeStore
 
+	pool *warmPool // pods started ahead of time
+
 	imgMu  sync.Mutex
 	images map[string]string // image ref → image ID, resolved once
 }
 
-var _ sandbox.Backend = (*Backend)(nil)
+var (
+	_ sandbox.Backend = (*Backend)(nil)
+	_ sandbox.Warmer  = (*Backend)(nil)
+)
 
 // New connects to the API server named by cfg, checks that the namespace
 // exists, creates the deny-all NetworkPolicy there and runs one pod with
@@ -149,6 +157,9 @@ func newBackend(ctx context.Context, cfg Config, rc *rest.Config, cli kubernetes
 	if cfg.CleanupTimeout <= 0 {
 		cfg.CleanupTimeout = 30 * time.Second
 	}
+	if cfg.PoolMaxIdle <= 0 {
+		cfg.PoolMaxIdle = 2 * time.Minute
+	}
 	if cfg.VolumeDir == "" {
 		cfg.VolumeDir = filepath.Join(os.TempDir(), "strictgrade-kubernetes-volumes")
 	}
@@ -167,6 +178,7 @@ func newBackend(ctx context.Context, cfg Config, rc *rest.Config, cli kubernetes
 	if err := b.ensureNetworkPolicy(ctx); err != nil {
 		return nil, fmt.Errorf("%w: network policy: %v", sandbox.ErrPreflight, err)
 	}
+	b.pool = newWarmPool(b)
 	return b, nil
 }
 
@@ -235,9 +247,13 @@ func (b *Backend) Runtime() string {
 // Namespace is the namespace that holds the backend's pods.
 func (b *Backend) Namespace() string { return b.cfg.Namespace }
 
-// Close implements sandbox.Backend. The client holds nothing that needs
-// closing; every pod a run made is already gone.
-func (b *Backend) Close() error { return nil }
+// Close implements sandbox.Backend: it deletes the pods started ahead of
+// time and not used, and ends the starts under way. Every pod a run made
+// is already gone.
+func (b *Backend) Close() error {
+	b.pool.close()
+	return nil
+}
 
 // Start implements sandbox.Starter: sessions are not supported yet.
 func (b *Backend) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Session, error) {

@@ -96,9 +96,20 @@ func (b *Backend) Prepare(ctx context.Context, spec sandbox.Spec) (sandbox.Prepa
 		return nil, err
 	}
 	// Trees become controller-side read-only volumes, laid out by the
-	// pod's init container like every other volume.
-	return sandbox.PrepareWithTreeVolumes(ctx, b, spec, func(ctx context.Context, spec sandbox.Spec) (sandbox.Prepared, error) {
-		p, err := b.prepare(ctx, spec)
+	// pod's init container like every other volume; a pod of the spec's
+	// shape started ahead of time (Warm) is used when there is one.
+	_, _, sizes, key, warmable := b.warmable(spec)
+	return sandbox.PrepareWithTreeVolumes(ctx, b, spec, func(ctx context.Context, vspec sandbox.Spec) (sandbox.Prepared, error) {
+		if warmable {
+			p, err := b.prepareWarm(ctx, key, sizes, vspec)
+			if err != nil {
+				return nil, err
+			}
+			if p != nil {
+				return p, nil
+			}
+		}
+		p, err := b.prepare(ctx, vspec)
 		if err != nil {
 			return nil, err
 		}
@@ -122,6 +133,12 @@ func (b *Backend) prepare(ctx context.Context, spec sandbox.Spec) (_ *prepared, 
 		}
 		sizes[i] += lim.FileBytes
 	}
+	return b.start(ctx, spec, lim, sizes)
+}
+
+// start creates the pod of spec, checked, with sizes as the room of its
+// mounts' emptyDirs, and returns it once its loader waits for the volumes.
+func (b *Backend) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits, sizes []int64) (_ *prepared, err error) {
 	name := podName(spec.Run, spec.Phase)
 	pod := buildPod(podParams{name: name, namespace: b.cfg.Namespace, spec: spec, lim: lim, cfg: b.cfg, mountBytes: sizes, owner: ownerAnnotations()})
 	// Registered before the create's error is checked: a create that
