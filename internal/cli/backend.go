@@ -116,9 +116,15 @@ func (b *backendArgs) configure(ctx context.Context, stdio IO, cfg *controller.C
 		*s.ref = ref
 	}
 	quietKlog(stdio.Log)
+	// The pool as controller.Config.Pool sets it for Docker: MaxInFlight
+	// pods per shape unless told otherwise, none for a one-shot grade.
+	pool := cfg.Pool
+	if pool == 0 {
+		pool = max(cfg.MaxInFlight, 1)
+	}
 	kb, err := kubernetes.New(ctx, kubernetes.Config{
 		Kubeconfig: b.kubeconfig, Namespace: b.namespace, NodeName: b.node, RuntimeClass: b.runtime,
-		LoaderImage: cfg.RuntimeImage, Logger: stdio.Log,
+		LoaderImage: cfg.RuntimeImage, Logger: stdio.Log, Pool: max(pool, 0),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes backend: %w", err)

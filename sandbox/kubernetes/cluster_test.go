@@ -527,7 +527,7 @@ func TestWarmPods(t *testing.T) {
 	if err := cli.CoreV1().Pods(ns).Delete(t.Context(), l.Items[0].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // the attach stream notices
+	// At once: the loader's stream may not know yet, the API server does.
 	spec := shape
 	spec.Trees = []sandbox.Tree{{Dir: "/in", Archive: treeArchive(t, "x", "after")}}
 	res, err := b.Run(t.Context(), spec)

@@ -63,6 +63,12 @@ type Config struct {
 	// VolumeDir holds the host-side volumes; empty means
 	// $TMPDIR/strictgrade-kubernetes-volumes, created 0700.
 	VolumeDir string
+	// Pool is how many pods of each shape the backend was asked to warm
+	// (sandbox.Warmer) it keeps started, never used, refilling the shape
+	// as its pods are taken: the pod starts of a stream of grades then
+	// happen while earlier grades run. Zero keeps only what Warm asks
+	// for, and refills nothing.
+	Pool int
 	// PoolMaxIdle bounds how long a pod started ahead of time (Warm) may
 	// wait for its work; an older one is deleted unused. Zero means 2m.
 	PoolMaxIdle time.Duration

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
@@ -41,6 +43,10 @@ type warmPool struct {
 
 // warmShape is the pods of one shape.
 type warmShape struct {
+	spec  sandbox.Spec // the shape, as the pods are made
+	lim   sandbox.Limits
+	sizes []int64
+
 	ready  []*warmPod
 	making int
 	wake   chan struct{} // closed, and replaced, when a start ends
@@ -128,18 +134,31 @@ func (pl *warmPool) warm(shape sandbox.Spec, lim sandbox.Limits, sizes []int64, 
 	}
 	sh := pl.shapes[key]
 	if sh == nil {
-		sh = &warmShape{wake: make(chan struct{})}
+		sh = &warmShape{spec: shape, lim: lim, sizes: sizes, wake: make(chan struct{})}
 		pl.shapes[key] = sh
 	}
-	n = min(n, maxWarmPerShape-sh.making-len(sh.ready))
-	sh.making += max(n, 0)
+	// The shape is topped up to n pods ready or starting (Config.Pool,
+	// if more): pods left from an earlier call, or made again after a
+	// take, count.
+	add := pl.topUpLocked(sh, max(n, pl.b.cfg.Pool))
 	pl.mu.Unlock()
-	pl.b.log.Debug("kubernetes: pool: warm", "phase", shape.Phase, "shape", key[:12], "n", n)
-	for range n {
-		pl.wg.Add(1)
-		go pl.fill(sh, shape, lim, sizes)
-	}
+	pl.b.log.Debug("kubernetes: pool: warm", "phase", shape.Phase, "shape", key[:12], "n", n, "starting", add)
 	return true
+}
+
+// topUpLocked starts as many pods of sh as it takes to have want ready or
+// starting, within maxWarmPerShape, and returns how many.
+func (pl *warmPool) topUpLocked(sh *warmShape, want int) int {
+	add := min(want, maxWarmPerShape) - sh.making - len(sh.ready)
+	if add <= 0 {
+		return 0
+	}
+	sh.making += add
+	for range add {
+		pl.wg.Add(1)
+		go pl.fill(sh, sh.spec, sh.lim, sh.sizes)
+	}
+	return add
 }
 
 // fill starts one pod of sh's shape and puts it in the pool.
@@ -204,6 +223,11 @@ func (pl *warmPool) take(ctx context.Context, key string) *prepared {
 				continue
 			}
 			got = w.p
+		}
+		if got != nil && pl.b.cfg.Pool > 0 {
+			// A standing pool is refilled as it is used, so that the
+			// next grade's pod starts while this one runs.
+			pl.topUpLocked(sh, pl.b.cfg.Pool)
 		}
 		making, wake := sh.making, sh.wake
 		pl.mu.Unlock()
@@ -296,9 +320,18 @@ func (pl *warmPool) close() {
 // when the pool has none, or when a volume outgrew the room the pod gave
 // it (then the pod is discarded).
 func (b *Backend) prepareWarm(ctx context.Context, key string, sizes []int64, vspec sandbox.Spec) (*prepared, error) {
-	p := b.pool.take(ctx, key)
-	if p == nil {
-		return nil, nil
+	var p *prepared
+	for {
+		p = b.pool.take(ctx, key)
+		if p == nil {
+			return nil, nil
+		}
+		// The loader's stream may not yet know of a pod deleted or
+		// evicted while it waited: the API server is asked.
+		if b.warmAlive(ctx, p) {
+			break
+		}
+		b.pool.discard(p)
 	}
 	if len(vspec.Mounts) != len(sizes) {
 		b.pool.discard(p)
@@ -346,4 +379,15 @@ func (b *Backend) Settle(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// warmAlive reports whether a pooled pod still exists, not being deleted,
+// with its loader running.
+func (b *Backend) warmAlive(ctx context.Context, p *prepared) bool {
+	pod, err := b.cli.CoreV1().Pods(b.cfg.Namespace).Get(ctx, p.name, metav1.GetOptions{})
+	if err != nil || pod.DeletionTimestamp != nil {
+		return false
+	}
+	cs := containerStatus(pod, loadContainer)
+	return cs != nil && cs.State.Running != nil
 }
