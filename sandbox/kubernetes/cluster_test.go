@@ -3,7 +3,6 @@
 package kubernetes_test
 
 import (
-	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
@@ -401,23 +400,6 @@ func TestWorkloadRefusesItsInput(t *testing.T) {
 	}
 }
 
-// treeArchive is a tar of one file.
-func treeArchive(t *testing.T, name, body string) []byte {
-	t.Helper()
-	var buf strings.Builder
-	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write([]byte(body)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return []byte(buf.String())
-}
-
 // poolPods lists the pods of b's pool, with whether each one's loader
 // runs (waits for its volumes).
 func poolPods(t *testing.T, cli k8s.Interface, ns string, b *kubernetes.Backend) (all, waiting int) {
@@ -496,7 +478,7 @@ func TestWarmPods(t *testing.T) {
 	for i, want := range []bool{true, true, false} {
 		spec := shape
 		body := fmt.Sprintf("run %d", i)
-		spec.Trees = []sandbox.Tree{{Dir: "/in", Archive: treeArchive(t, "x", body)}}
+		spec.Trees = []sandbox.Tree{{Dir: "/in", Archive: kubernetes.TarOf("x", body)}}
 		res, err := b.Run(t.Context(), spec)
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
@@ -529,7 +511,7 @@ func TestWarmPods(t *testing.T) {
 	}
 	// At once: the loader's stream may not know yet, the API server does.
 	spec := shape
-	spec.Trees = []sandbox.Tree{{Dir: "/in", Archive: treeArchive(t, "x", "after")}}
+	spec.Trees = []sandbox.Tree{{Dir: "/in", Archive: kubernetes.TarOf("x", "after")}}
 	res, err := b.Run(t.Context(), spec)
 	if err != nil || string(res.Stdout) != "after" || strings.HasPrefix(res.ID, pooled) {
 		t.Errorf("after the pooled pod was deleted: %v %+v", err, res)

@@ -12,3 +12,6 @@ func Retarget(b *Backend, node string, startTimeout time.Duration) {
 
 // PoolRun is the run label of the pods b starts ahead of time.
 func PoolRun(b *Backend) string { return b.pool.run }
+
+// TarOf is an archive of regular files, given as name, body pairs.
+func TarOf(kv ...string) []byte { return tarOf(kv...) }
