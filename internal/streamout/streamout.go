@@ -40,6 +40,27 @@ func Command(so sandbox.StreamOut, cmd []string, pol firewall.Policy) []string {
 		so.Dir, path.Base(so.Dir), strconv.Itoa(maxName), strconv.Itoa(maxDepth)}, cmd...)
 }
 
+// TreeCommand is the wrapper in its tree mode: it writes the archive of
+// the directory or regular file at p, reached through directories only
+// (a link or a file on the way is written as a link entry, which the
+// firewall rejects), with its entries named below name, or from the
+// archive's root when name is empty (a volume's content). It exits 0 once
+// the archive is written, TreeMissing when p does not exist. The archive
+// ends one entry past pol's entry bound, so that a directory with no inode
+// cap costs the reader no more than the firewall takes.
+func TreeCommand(p, name string, pol firewall.Policy) []string {
+	maxName, maxDepth := PathBounds(pol)
+	maxEntries := pol.MaxEntries
+	if maxEntries <= 0 {
+		maxEntries = firewall.DefaultMaxEntries
+	}
+	return []string{"python3", "-I", "-c", Script, "--tree", p, name,
+		strconv.Itoa(maxName), strconv.Itoa(maxDepth), strconv.Itoa(maxEntries)}
+}
+
+// TreeMissing is the tree mode's exit status when its path does not exist.
+const TreeMissing = 3
+
 // Cap is the most the wrapper writes for a directory with these caps.
 // Every entry it writes but the last is a distinct inode of the directory;
 // an entry costs at most a PAX header block, a path record of at most the
