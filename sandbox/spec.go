@@ -48,6 +48,14 @@ type Mount struct {
 	Volume   string
 	Target   string // absolute path inside the sandbox
 	ReadOnly bool
+	// Policy bounds what a writable mount holds when its workload has
+	// ended, on a backend that keeps volumes outside the sandbox and so
+	// carries a writable mount's content back out through the firewall
+	// (Kubernetes): a tree the firewall refuses under it is ErrCollect.
+	// The zero value is the firewall's default. Docker's volumes stay
+	// where they are and never cross the firewall on the way out; a
+	// read-only mount ignores Policy.
+	Policy firewall.Policy
 }
 
 // Limits bound what a sandbox may consume. Zero fields take DefaultLimits;
@@ -246,6 +254,9 @@ func (s Spec) Validate() error {
 		}
 		if seen[m.Target] {
 			return fmt.Errorf("%w: two mounts at %q", ErrSpec, m.Target)
+		}
+		if err := m.Policy.Validate(); err != nil {
+			return fmt.Errorf("%w: mount at %q: %w", ErrSpec, m.Target, err)
 		}
 		seen[m.Target] = true
 	}

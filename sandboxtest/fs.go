@@ -134,6 +134,30 @@ func (t *tree) write(full, rel string, data []byte, perm fs.FileMode, uid int, f
 	return nil
 }
 
+// remove removes a name that is not a directory.
+func (t *tree) remove(full, rel string, uid int) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.nodes[rel]
+	switch {
+	case !ok:
+		return pathErr("remove", full, syscall.ENOENT)
+	case n.kind == kindDir:
+		return pathErr("remove", full, syscall.EISDIR)
+	}
+	if err := t.parentDir("remove", full, rel, uid); err != nil {
+		return err
+	}
+	if n.kind == kindFile {
+		n.file.names--
+		if n.file.names == 0 {
+			t.bytes -= int64(len(n.file.data))
+		}
+	}
+	delete(t.nodes, rel)
+	return nil
+}
+
 func (t *tree) mkdir(full, rel string, uid int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()

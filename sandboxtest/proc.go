@@ -170,6 +170,11 @@ func isExist(err error) bool {
 	return ok && pe.Err == syscall.EEXIST
 }
 
+// Remove removes a name that is not a directory.
+func (p *Proc) Remove(name string) error {
+	return p.make(name, func(t *tree, full, rel string) error { return t.remove(full, rel, sandbox.UID) })
+}
+
 // Symlink creates a symbolic link at name pointing to target.
 func (p *Proc) Symlink(target, name string) error {
 	return p.make(name, func(t *tree, full, rel string) error { return t.symlink(target, full, rel, sandbox.UID) })

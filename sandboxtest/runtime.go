@@ -46,8 +46,9 @@ type Python struct {
 //     function tasks, with the module's source looked up in sources;
 //   - python3 FILE, and FILE itself when it is a known source: its Main;
 //   - a small shell: sh -c "CMD && CMD …" (words split on blanks, single
-//     quotes kept together, "CMD > FILE" redirecting standard output),
-//     cat [FILE…], echo, ls [DIR], mkdir [-p] DIR, ln -s TARGET NAME,
+//     quotes kept together, "CMD > FILE" redirecting standard output,
+//     "CMD &" leaving a process that lives as long as the sandbox),
+//     cat [FILE…], echo, ls [DIR], mkdir [-p] DIR, rm FILE…, ln -s TARGET NAME,
 //     sleep SECONDS, true, false, exit N.
 //
 // Anything else exits 127 with "command not found" on standard error.
@@ -56,6 +57,14 @@ func Runtime(sources map[string]Python) Program {
 }
 
 func shell(p *Proc, sources map[string]Python, args []string) int {
+	if len(args) > 1 && args[len(args)-1] == "&" {
+		// CMD &: a process left running, as long as the sandbox lives.
+		if err := p.Spawn(); err != nil {
+			fmt.Fprintf(p.Stderr, "sh: fork: %v\n", err)
+			return 2
+		}
+		return 0
+	}
 	if i := slices.Index(args, ">"); i > 0 && i == len(args)-2 {
 		// CMD > FILE: standard output into a file.
 		var buf bytes.Buffer
@@ -81,6 +90,13 @@ func shell(p *Proc, sources map[string]Python, args []string) int {
 		code := 0
 		for _, line := range strings.Split(args[2], "&&") {
 			words := split(line)
+			// "CMD & REST": CMD is left running, REST goes on.
+			for k := slices.Index(words, "&"); k >= 0; k = slices.Index(words, "&") {
+				if code = shell(p, sources, words[:k+1]); code != 0 {
+					return code
+				}
+				words = words[k+1:]
+			}
 			if len(words) == 0 {
 				continue
 			}
@@ -133,6 +149,13 @@ func shell(p *Proc, sources map[string]Python, args []string) int {
 		}
 		if err := p.Mkdir(valueAt(args, 1)); err != nil {
 			return fail("%v", err)
+		}
+		return 0
+	case "rm":
+		for _, name := range args[1:] {
+			if err := p.Remove(name); err != nil {
+				return fail("%v", err)
+			}
 		}
 		return 0
 	case "ln":

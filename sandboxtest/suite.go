@@ -28,7 +28,7 @@ type Target struct {
 	// ["/bin/probe", MODE, ARG…] (see Probe for the modes).
 	Probe string
 	// Shell is an image with a POSIX shell and the commands Runtime
-	// knows (sh -c, echo, cat, mkdir, ln, sleep), and whatever the
+	// knows (sh -c, echo, cat, mkdir, rm, ln, sleep), and whatever the
 	// backend's StreamOut and sessions need (python3, sleep and timeout
 	// for Docker): the strictgrade runtime image.
 	Shell string
@@ -82,10 +82,12 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		{"pids limit", (*suite).pids},
 		{"read-only places", (*suite).readOnly},
 		{"copy in and collect through the firewall", (*suite).copyInCollect},
+		{"a writable volume keeps what the workload left", (*suite).writableKeeps},
 		{"collect refuses special files", (*suite).collectRefuses},
 		{"copy in refuses hostile archives", (*suite).copyInRefuses},
 		{"stream out", (*suite).streamOut},
 		{"stream out refuses special files", (*suite).streamOutRefuses},
+		{"stream out after the command left a process", (*suite).streamOutOrphan},
 		{"stream out quota", (*suite).streamOutQuota},
 		{"stream out after a kill", (*suite).streamOutKilled},
 		{"prepared sandbox runs once", (*suite).prepared},
@@ -463,6 +465,31 @@ func (s *suite) copyInCollect(t *testing.T) {
 	}
 }
 
+// writableKeeps checks what the compat tier builds on: a volume mounted
+// writable holds, for the next sandbox, exactly what the workload left in
+// it: files added, changed and removed.
+func (s *suite) writableKeeps(t *testing.T) {
+	vol, _, err := s.Backend.NewVolumeWith(t.Context(), s.run, "test",
+		bytes.NewReader(files("a.txt", "alpha", "gone.txt", "bye")), sandbox.CopyInOptions{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.removeVolume(t, vol) })
+	spec := s.shell("echo changed > /w/a.txt && rm /w/gone.txt && mkdir /w/sub && echo gamma > /w/sub/c.txt")
+	spec.Mounts = []sandbox.Mount{{Volume: vol, Target: "/w"}}
+	if res := s.mustRun(t, spec); res.Exit != sandbox.ExitExited || res.Code != 0 {
+		t.Fatalf("writing the volume: %s %d: %s", res.Exit, res.Code, res.Stderr)
+	}
+	read := s.probe("observe")
+	read.Mounts = []sandbox.Mount{{Volume: vol, Target: "/r", ReadOnly: true}}
+	read.Collect = []string{"/r"}
+	res := s.mustRun(t, read)
+	want := map[string]string{"r/a.txt": "changed\n", "r/sub/c.txt": "gamma\n"}
+	if got := contents(t, res.Collected["/r"].Archive); !mapsEqual(got, want) {
+		t.Errorf("the next sandbox sees %v, want %v", got, want)
+	}
+}
+
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
@@ -557,6 +584,22 @@ func (s *suite) streamOut(t *testing.T) {
 	want := map[string]string{"output/a.txt": "alpha\n", "output/sub/b.txt": "beta\n"}
 	if got := contents(t, c.Archive); !mapsEqual(got, want) {
 		t.Errorf("streamed %v, want %v", got, want)
+	}
+}
+
+// streamOutOrphan checks that a command which leaves a process running
+// ends when it ends: the process is killed before the archive is written,
+// on a backend whose wrapper is the container's init (a pod's) as on one
+// with an init of its own.
+func (s *suite) streamOutOrphan(t *testing.T) {
+	spec := s.streamSpec("sleep 600 & echo alpha > /output/a.txt")
+	spec.Limits.Wall = 30 * time.Second
+	res := s.mustRun(t, spec)
+	if res.Exit != sandbox.ExitExited || res.Code != 0 {
+		t.Fatalf("a command that left a process: %s (%d) after %v: %s", res.Exit, res.Code, res.Duration, res.Stderr)
+	}
+	if got := contents(t, res.Collected["/output"].Archive); got["output/a.txt"] != "alpha\n" {
+		t.Errorf("streamed %v", got)
 	}
 }
 
