@@ -19,6 +19,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
 	"github.com/strictgrade/strictgrade/sandbox"
@@ -93,13 +94,8 @@ func TestKubernetesConforms(t *testing.T) {
 		return sandboxtest.Target{
 			Backend: newBackend(t, cfg), Probe: imgs[0], Shell: imgs[1], PodNetwork: true,
 			Lacks: map[string]string{
-				"read-only places":                         "writable volume mounts are ErrUnsupported",
-				"copy in and collect through the firewall": "Spec.Collect is ErrUnsupported",
-				"collect refuses special files":            "Spec.Collect is ErrUnsupported",
-				"session":                                  "sessions are ErrUnsupported",
-				"session files cross the firewall":         "sessions are ErrUnsupported",
-				"pids limit":                               "the pod API has no process limit; the kubelet's podPidsLimit applies",
-				"stream out quota":                         "an emptyDir counts no inodes: a tree over the quota is refused on the way out (streamout.QuotaPolicy), which the suite checks only as UserSpaceKernel",
+				"pids limit":       "the pod API has no process limit; the kubelet's podPidsLimit applies",
+				"stream out quota": "an emptyDir counts no inodes: a tree over the quota is refused on the way out (streamout.QuotaPolicy), which the suite checks only as UserSpaceKernel",
 			},
 		}
 	})
@@ -398,6 +394,67 @@ func TestWorkloadRefusesItsInput(t *testing.T) {
 			t.Logf("%s after %v", res.Exit, time.Since(start))
 		})
 	}
+}
+
+// TestWritableMountKept covers what a writable mount's volume holds on
+// this backend, whose volumes live beside the controller: the tree the
+// workload left, read back through the keeper and the firewall under the
+// mount's policy; nothing usable after a pod killed at its wall clock;
+// and a tree over the policy refused as the workload's doing.
+func TestWritableMountKept(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	b := newBackend(t, cfg)
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	ctx := t.Context()
+	shell := func(script string, wall time.Duration, m sandbox.Mount) (*sandbox.Result, error) {
+		return b.Run(ctx, sandbox.Spec{Run: run, Phase: "test", Image: imgs[1],
+			Cmd: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
+			Mounts: []sandbox.Mount{m}, Limits: sandbox.Limits{Wall: wall}})
+	}
+	newVol := func(t *testing.T) string {
+		v, err := b.NewVolume(ctx, run, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.RemoveVolume(context.Background(), v) })
+		return v
+	}
+
+	t.Run("what the workload left, for the next pod", func(t *testing.T) {
+		v := newVol(t)
+		// A file the workload made unreadable to itself is read back
+		// all the same, and a process it left running is gone with
+		// the work container before anything is read.
+		res, err := shell("mkdir -p /w/a/b && echo deep > /w/a/b/c.txt && echo top > /w/top.txt && chmod 0 /w/top.txt && (sleep 30 &) && true", time.Minute, sandbox.Mount{Volume: v, Target: "/w"})
+		if err != nil || res.Exit != sandbox.ExitExited || res.Code != 0 {
+			t.Fatalf("writing: %v %+v", err, res)
+		}
+		res, err = shell("cat /r/a/b/c.txt && ls /r", time.Minute, sandbox.Mount{Volume: v, Target: "/r", ReadOnly: true})
+		if err != nil || string(res.Stdout) != "deep\na\ntop.txt\n" {
+			t.Errorf("the next pod sees %q (%v), want the tree", res.Stdout, err)
+		}
+	})
+	t.Run("killed at the wall clock", func(t *testing.T) {
+		v := newVol(t)
+		res, err := shell("echo x > /w/x.txt && sleep 600", 3*time.Second, sandbox.Mount{Volume: v, Target: "/w"})
+		if err != nil || res.Exit != sandbox.ExitTimeout {
+			t.Fatalf("a sleeper: %v %+v", err, res)
+		}
+		_, err = shell("ls /r", time.Minute, sandbox.Mount{Volume: v, Target: "/r", ReadOnly: true})
+		if err == nil || !strings.Contains(err.Error(), "no known content") {
+			t.Errorf("mounting a volume whose writer was killed: %v, want an error saying its content is unknown", err)
+		}
+	})
+	t.Run("over the mount's policy", func(t *testing.T) {
+		v := newVol(t)
+		_, err := shell("for i in 1 2 3 4 5 6; do echo $i > /w/f$i; done", time.Minute,
+			sandbox.Mount{Volume: v, Target: "/w", Policy: firewall.Policy{MaxEntries: 4}})
+		var rej *firewall.RejectError
+		if !errors.Is(err, sandbox.ErrCollect) || !errors.As(err, &rej) {
+			t.Errorf("six files under a policy of four entries: %v, want ErrCollect from the firewall", err)
+		}
+	})
 }
 
 // poolPods lists the pods of b's pool, with whether each one's loader

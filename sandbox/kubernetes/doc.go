@@ -20,15 +20,39 @@
 // it, in order, and a small record of its run, phase and owner. Leftovers
 // and GC find them there and find pods by label.
 //
-// What this backend does not do yet is refused with an error wrapping
-// ErrUnsupported: sessions (Start), writable volume mounts and
-// Spec.Collect. Spec.StreamOut works, with its size cap enforced by a
-// memory-backed emptyDir; Kubernetes has no inode cap for it, so only the
-// archive's length bound (a kill past it) limits the entry count. Per-pod
-// process limits (Limits.PIDs), RLIMIT_FSIZE (Limits.FileBytes) and
-// RLIMIT_NOFILE (Limits.OpenFiles) are not in the pod API: the kubelet's
-// podPidsLimit and the runtime's defaults apply instead. The /tmp emptyDir
-// is not mounted noexec.
+// A pod whose spec mounts a volume writable or collects a path has a third
+// container, the keeper: the loader image's python3 waiting for nothing,
+// with those volumes' emptyDirs mounted. When the work container has ended
+// (every process of it gone with its PID namespace), the backend runs the
+// stream-out wrapper's tree mode in the keeper over exec: each collected
+// path comes back as an archive, through the firewall under CollectPolicy,
+// and each writable mount's content, through the firewall under the
+// mount's Policy, becomes its volume's whole content. From the workload's
+// start until that read-back the volume is marked lost: a pod killed at
+// its wall clock or output cap (deleted, its emptyDirs with it), or any
+// other end but a clean one, leaves the volume with no known content, and
+// mounting it again is an error that says so.
+//
+// A session (Start) is such a pod whose work container's main process
+// waits for the wall limit and reaps orphans; Exec runs each command over
+// exec under env(1) and timeout(1) (the image needs python3, env and
+// timeout: the runtime image has them); Stop kills every other process
+// there until none is left; CopyIn and CopyOut go through the keeper,
+// which mounts every volume of the session. The session is not paused
+// while its files are read, as Docker's is: a helper in the keeper has no
+// more rights than the workload, and never follows a link, so a process
+// that races it can only spoil its own files. Only the session's volumes
+// can be read, and its writable volumes have no known content after it.
+//
+// Spec.StreamOut works, with its size cap enforced by a memory-backed
+// emptyDir; Kubernetes has no inode cap for it, so only the archive's
+// length bound (a kill past it) limits the entry count. Per-pod process
+// limits (Limits.PIDs), RLIMIT_FSIZE (Limits.FileBytes) and RLIMIT_NOFILE
+// (Limits.OpenFiles) are not in the pod API: the kubelet's podPidsLimit
+// and the runtime's defaults apply instead. The /tmp emptyDir is not
+// mounted noexec. Every file in a pod belongs to the sandbox user
+// (CopyInOptions.Writable or not): the read-only mount is what keeps the
+// workload from changing it.
 //
 // A deny-all NetworkPolicy selecting every managed pod is created by New.
 // Only a CNI plugin that implements NetworkPolicy enforces it; without one,

@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,11 +19,6 @@ import (
 
 	"github.com/strictgrade/strictgrade/sandbox"
 )
-
-// ErrUnsupported means the backend cannot do what was asked soundly yet:
-// sessions, writable volume mounts and Spec.Collect. Matched with
-// errors.Is.
-var ErrUnsupported = errors.New("kubernetes: not supported by this backend")
 
 // NetworkPolicyName is the deny-all NetworkPolicy New creates in the
 // namespace: it selects every managed pod and allows no traffic either way.
@@ -259,11 +253,6 @@ func (b *Backend) Namespace() string { return b.cfg.Namespace }
 func (b *Backend) Close() error {
 	b.pool.close()
 	return nil
-}
-
-// Start implements sandbox.Starter: sessions are not supported yet.
-func (b *Backend) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Session, error) {
-	return nil, fmt.Errorf("%w: sessions", ErrUnsupported)
 }
 
 func (b *Backend) cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {

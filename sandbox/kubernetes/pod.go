@@ -41,6 +41,9 @@ type podParams struct {
 	// archives' bytes at Prepare, plus what the workload may write.
 	mountBytes []int64
 	owner      map[string]string
+	// session makes a session's pod: its keeper mounts every volume,
+	// for CopyIn and CopyOut (see keeper).
+	session bool
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -72,12 +75,17 @@ const cpuRequestMilli = 100
 // early, held it while their candidates waited past the start timeout (a
 // bench at two grades in flight on the test cluster). The kernel then shares
 // the cores as it does on Docker, which reserves none.
-func resources(lim sandbox.Limits) corev1.ResourceRequirements {
+//
+// The kubelet evicts a pod whose disk use, its disk-backed emptyDirs
+// included, passes the sum of its containers' ephemeral-storage limits, so
+// the limit is the spec's file size and the room of those emptyDirs
+// (volumes): each emptyDir's own sizeLimit is what bounds it.
+func resources(lim sandbox.Limits, volumes int64) corev1.ResourceRequirements {
 	cpu := max(lim.NanoCPUs/1e6, 1)
 	rl := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewMilliQuantity(cpu, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(lim.MemoryBytes, resource.BinarySI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(lim.FileBytes, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(lim.FileBytes+volumes, resource.BinarySI),
 	}
 	rq := rl.DeepCopy()
 	rq[corev1.ResourceCPU] = *resource.NewMilliQuantity(min(cpu, cpuRequestMilli), resource.DecimalSI)
@@ -114,17 +122,19 @@ func env(kv []string) []corev1.EnvVar {
 func mountVolume(i int) string { return "m" + strconv.Itoa(i) }
 
 // buildPod returns the pod for p: the hardened profile on the pod and on
-// both containers, the loader as init container and the workload as the
-// only other one.
+// every container, the loader as init container, the workload, and after
+// it the keeper when the spec has writable mounts or collected paths.
 func buildPod(p podParams) *corev1.Pod {
 	spec, lim := p.spec, p.lim
 	var vols []corev1.Volume
 	var loadMounts, workMounts []corev1.VolumeMount
+	var volBytes int64
 	loadArgs := []string{"python3", "-I", "-S", "-c", loadScript}
 	for i, m := range spec.Mounts {
 		name := mountVolume(i)
 		// Room for the files and their directories' blocks.
 		size := p.mountBytes[i] + 1<<20
+		volBytes += size
 		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(size, resource.BinarySI)},
 		}})
@@ -145,7 +155,7 @@ func buildPod(p podParams) *corev1.Pod {
 		workMounts = append(workMounts, corev1.VolumeMount{Name: "streamout", MountPath: so.Dir})
 		cmd = streamout.Command(*so, cmd, spec.CollectPolicy)
 	}
-	res := resources(lim)
+	res := resources(lim, volBytes)
 	load := corev1.Container{
 		Name: loadContainer, Image: p.cfg.LoaderImage, ImagePullPolicy: corev1.PullNever,
 		Command: loadArgs, Env: []corev1.EnvVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}},
@@ -160,6 +170,10 @@ func buildPod(p podParams) *corev1.Pod {
 		VolumeMounts: workMounts, Resources: res, SecurityContext: hardenedContext(),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
+	containers := []corev1.Container{work}
+	if k := keeper(spec, p.cfg, p.session); k != nil {
+		containers = append(containers, *k)
+	}
 	deadline := int64(lim.Wall.Seconds()) + int64(p.cfg.StartTimeout.Seconds()) + deadlineSlack
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -168,7 +182,7 @@ func buildPod(p podParams) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			InitContainers:                []corev1.Container{load},
-			Containers:                    []corev1.Container{work},
+			Containers:                    containers,
 			Volumes:                       vols,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			AutomountServiceAccountToken:  ptr(false),

@@ -79,9 +79,11 @@ func TestPodHardening(t *testing.T) {
 	}
 
 	wantRes := corev1.ResourceList{
-		corev1.ResourceCPU:              resource.MustParse("1500m"),
-		corev1.ResourceMemory:           resource.MustParse("256Mi"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("32Mi"),
+		corev1.ResourceCPU:    resource.MustParse("1500m"),
+		corev1.ResourceMemory: resource.MustParse("256Mi"),
+		// The file size and the read-only mount's emptyDir (no
+		// archives here, and a mebibyte of room for its blocks).
+		corev1.ResourceEphemeralStorage: resource.MustParse("33Mi"),
 	}
 	for _, c := range append(slices.Clone(ps.InitContainers), ps.Containers...) {
 		sc := c.SecurityContext
@@ -195,8 +197,13 @@ func TestCheckRefuses(t *testing.T) {
 		edit func(*sandbox.Spec)
 		want error
 	}{
-		{"writable mount", func(s *sandbox.Spec) { s.Mounts = []sandbox.Mount{{Volume: "v", Target: "/w"}} }, ErrUnsupported},
-		{"collect", func(s *sandbox.Spec) { s.Collect = []string{"/w"} }, ErrUnsupported},
+		{"collect outside every mount", func(s *sandbox.Spec) {
+			s.Mounts = []sandbox.Mount{{Volume: "v", Target: "/w"}}
+			s.Collect = []string{"/w", "/elsewhere"}
+		}, sandbox.ErrSpec},
+		{"a writable mount's policy", func(s *sandbox.Spec) {
+			s.Mounts = []sandbox.Mount{{Volume: "v", Target: "/w", Policy: firewall.Policy{MaxEntries: -1}}}
+		}, sandbox.ErrSpec},
 		{"label value ending in a dash", func(s *sandbox.Spec) { s.Run = "run-" }, sandbox.ErrSpec},
 		{"64-byte run", func(s *sandbox.Spec) { s.Run = strings.Repeat("a", 64) }, sandbox.ErrSpec},
 		{"another runtime", func(s *sandbox.Spec) { s.Runtime = "runsc" }, sandbox.ErrPreflight},
@@ -273,8 +280,12 @@ func TestRuntime(t *testing.T) {
 	if got := (&Backend{cfg: Config{RuntimeClass: "gvisor"}}).Runtime(); got != "kubernetes/gvisor" {
 		t.Error(got)
 	}
-	if _, err := (&Backend{}).Start(t.Context(), sandbox.Spec{}); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("Start: %v", err)
+	if _, err := (&Backend{}).Start(t.Context(), sandbox.Spec{}); !errors.Is(err, sandbox.ErrSpec) {
+		t.Errorf("Start with an empty spec: %v, want ErrSpec", err)
+	}
+	so := sandbox.Spec{Run: "r", Phase: "p", Image: "i", StreamOut: &sandbox.StreamOut{Dir: "/o"}}
+	if _, err := (&Backend{}).Start(t.Context(), so); !errors.Is(err, sandbox.ErrSpec) {
+		t.Errorf("a session with a stream-out directory: %v, want ErrSpec", err)
 	}
 }
 
@@ -486,5 +497,121 @@ func TestCleanupContextSurvives(t *testing.T) {
 	defer stop()
 	if cctx.Err() != nil {
 		t.Error("cleanup context cancelled with its parent")
+	}
+}
+
+// TestPodKeeper checks the pod of a spec with a writable mount and a
+// collected path: the keeper comes after the workload, hardened like it,
+// runs the loader image, and mounts what it reads back (writable) and
+// nothing else.
+func TestPodKeeper(t *testing.T) {
+	spec := sandbox.Spec{
+		Run: "r", Phase: "p", Image: "img:1", Cmd: []string{"/bin/x"},
+		Mounts: []sandbox.Mount{
+			{Volume: "sgv-000000000001", Target: "/in", ReadOnly: true},
+			{Volume: "sgv-000000000002", Target: "/out"},
+			{Volume: "sgv-000000000003", Target: "/other", ReadOnly: true},
+		},
+		Collect: []string{"/in/sub"},
+	}
+	pod := testPod(t, spec, Config{LoaderImage: "loader:1"})
+	cs := pod.Spec.Containers
+	if len(cs) != 2 || cs[0].Name != workContainer || cs[1].Name != keepContainer {
+		t.Fatalf("containers %v, want work then keep", []string{cs[0].Name})
+	}
+	keep := cs[1]
+	if keep.Image != "loader:1" || keep.Command[0] != "python3" || keep.Stdin {
+		t.Errorf("keeper %q %q stdin=%v", keep.Image, keep.Command, keep.Stdin)
+	}
+	if diff := cmp.Diff(hardenedContext(), keep.SecurityContext); diff != "" {
+		t.Errorf("keeper security context (-want +got):\n%s", diff)
+	}
+	got := map[string]corev1.VolumeMount{}
+	for _, m := range keep.VolumeMounts {
+		got[m.MountPath] = m
+	}
+	want := map[string]corev1.VolumeMount{"/in": {Name: "m0", MountPath: "/in"}, "/out": {Name: "m1", MountPath: "/out"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("keeper mounts (-want +got):\n%s", diff)
+	}
+	for _, m := range cs[0].VolumeMounts {
+		if m.MountPath == "/out" && m.ReadOnly {
+			t.Errorf("the workload's writable mount is read-only: %+v", m)
+		}
+	}
+	if q := keep.Resources.Limits[corev1.ResourceMemory]; q.Value() != keepMemory {
+		t.Errorf("keeper memory %s", q.String())
+	}
+
+	// Without either, no keeper.
+	spec.Mounts[1].ReadOnly, spec.Collect = true, nil
+	if pod := testPod(t, spec, Config{LoaderImage: "loader:1"}); len(pod.Spec.Containers) != 1 {
+		t.Errorf("%d containers for read-only mounts only", len(pod.Spec.Containers))
+	}
+}
+
+// TestVolumeLostAndReplaced checks a writable mount's volume on the
+// controller's side: marked lost while its pod runs, so that any way the
+// pod ends but a clean read-back leaves it unusable, and given its whole
+// new content by replace.
+func TestVolumeLostAndReplaced(t *testing.T) {
+	b, _ := newFake(t)
+	ctx := t.Context()
+	v, _, err := b.NewVolumeWith(ctx, "r", "work", bytes.NewReader(tarOf("old.txt", "old")), sandbox.CopyInOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CopyIn(ctx, "r", v, bytes.NewReader(tarOf("second.txt", "2")), sandbox.CopyInOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.vols.markLost(v, "pod x did not end"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.vols.archives(v); err == nil || !strings.Contains(err.Error(), "pod x did not end") {
+		t.Errorf("a lost volume's archives: %v, want the reason", err)
+	}
+	if _, err := b.CopyIn(ctx, "r", v, bytes.NewReader(tarOf("c.txt", "c")), sandbox.CopyInOptions{}); err == nil {
+		t.Error("copy into a lost volume succeeded")
+	}
+	// A read-back that fails changes nothing.
+	boom := errors.New("boom")
+	if err := b.vols.replace(v, func(w io.Writer) error { _, _ = w.Write([]byte("partial")); return boom }); !errors.Is(err, boom) {
+		t.Errorf("replace: %v, want the fill's error", err)
+	}
+	if _, _, err := b.vols.archives(v); err == nil {
+		t.Error("a failed read-back cleared the lost mark")
+	}
+	fill := func(w io.Writer) error {
+		_, err := firewall.Filter(ctx, bytes.NewReader(tarOf("new.txt", "new")), w, firewall.Policy{})
+		return err
+	}
+	if err := b.vols.replace(v, fill); err != nil {
+		t.Fatal(err)
+	}
+	arcs, _, err := b.vols.archives(v)
+	if err != nil || len(arcs) != 1 {
+		t.Fatalf("after replace: %v, %v; want one archive", arcs, err)
+	}
+	var stream bytes.Buffer
+	if err := writeLoad(&stream, [][]string{arcs}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	tr := tar.NewReader(&stream)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		names = append(names, h.Name)
+	}
+	if !slices.Equal(names, []string{"m0/new.txt"}) {
+		t.Errorf("the volume lays out %v, want only the new content", names)
+	}
+	ents, _ := os.ReadDir(b.vols.path(v))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "incoming-") {
+			t.Errorf("a staging file stayed: %s", e.Name())
+		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 
@@ -71,13 +70,8 @@ func (b *Backend) check(spec *sandbox.Spec) (sandbox.Limits, error) {
 			return sandbox.Limits{}, fmt.Errorf("%w: runtime %q: this backend runs %s", sandbox.ErrPreflight, spec.Runtime, b.Runtime())
 		}
 	}
-	for _, m := range spec.Mounts {
-		if !m.ReadOnly {
-			return sandbox.Limits{}, fmt.Errorf("%w: writable volume mount at %s", ErrUnsupported, m.Target)
-		}
-	}
-	if len(spec.Collect) > 0 {
-		return sandbox.Limits{}, fmt.Errorf("%w: collect", ErrUnsupported)
+	if err := checkCollect(*spec); err != nil {
+		return sandbox.Limits{}, err
 	}
 	if spec.StreamOut != nil {
 		so, err := spec.StreamOut.Resolve()
@@ -131,16 +125,31 @@ func (b *Backend) prepare(ctx context.Context, spec sandbox.Spec) (_ *prepared, 
 		if _, sizes[i], err = b.vols.archives(m.Volume); err != nil {
 			return nil, err
 		}
-		sizes[i] += lim.FileBytes
+		sizes[i] += roomFor(m, lim)
 	}
-	return b.start(ctx, spec, lim, sizes)
+	return b.start(ctx, spec, lim, sizes, false)
+}
+
+// roomFor is what the workload may add to mount m's emptyDir: a file of
+// the largest size it may write, or for a writable mount as much as may
+// come back out of it.
+func roomFor(m sandbox.Mount, lim sandbox.Limits) int64 {
+	if m.ReadOnly {
+		return lim.FileBytes
+	}
+	total := m.Policy.MaxTotalBytes
+	if total <= 0 {
+		total = firewall.DefaultMaxTotalBytes
+	}
+	return max(lim.FileBytes, total)
 }
 
 // start creates the pod of spec, checked, with sizes as the room of its
-// mounts' emptyDirs, and returns it once its loader waits for the volumes.
-func (b *Backend) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits, sizes []int64) (_ *prepared, err error) {
+// mounts' emptyDirs, and returns it once its loader waits for the volumes;
+// session makes it a session's pod (see buildPod).
+func (b *Backend) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits, sizes []int64, session bool) (_ *prepared, err error) {
 	name := podName(spec.Run, spec.Phase)
-	pod := buildPod(podParams{name: name, namespace: b.cfg.Namespace, spec: spec, lim: lim, cfg: b.cfg, mountBytes: sizes, owner: ownerAnnotations()})
+	pod := buildPod(podParams{name: name, namespace: b.cfg.Namespace, spec: spec, lim: lim, cfg: b.cfg, mountBytes: sizes, owner: ownerAnnotations(), session: session})
 	// Registered before the create's error is checked: a create that
 	// timed out on the client may still have made the pod.
 	defer func() {
@@ -198,11 +207,35 @@ func (p *prepared) sendVolumes() error {
 			return err
 		}
 	}
+	// From here until keep reads them back, the writable mounts' volumes
+	// have no known content.
+	if err := p.markWritable(); err != nil {
+		p.gate.CloseWithError(err)
+		return err
+	}
 	if err := writeLoad(p.gate, mounts); err != nil {
 		p.gate.CloseWithError(err)
 		return fmt.Errorf("kubernetes: pod %s: sending the volumes: %w", p.name, err)
 	}
 	return p.gate.Close()
+}
+
+// begin sends the volumes, which starts the workload, and returns the pod
+// once its work container runs or has ended.
+func (p *prepared) begin(ctx context.Context) (*corev1.Pod, error) {
+	if err := p.sendVolumes(); err != nil {
+		return nil, err
+	}
+	return p.b.waitPod(ctx, p.name, p.b.cfg.StartTimeout, "workload started", func(pod *corev1.Pod) (bool, error) {
+		if cs := containerStatus(pod, loadContainer); cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
+			msg, _ := p.loadErr.Result()
+			return true, fmt.Errorf("kubernetes: pod %s: loader failed (%d): %s %s", p.name, cs.State.Terminated.ExitCode, msg, cs.State.Terminated.Message)
+		}
+		if cs := containerStatus(pod, workContainer); cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil) {
+			return true, nil
+		}
+		return false, podFailed(pod, loadContainer, workContainer)
+	})
 }
 
 // Close implements sandbox.Prepared.
@@ -253,19 +286,7 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 		_ = b.deletePod(ctx, name)
 	}()
 
-	if err := p.sendVolumes(); err != nil {
-		return nil, err
-	}
-	started, err := b.waitPod(ctx, name, b.cfg.StartTimeout, "workload started", func(pod *corev1.Pod) (bool, error) {
-		if cs := containerStatus(pod, loadContainer); cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
-			msg, _ := p.loadErr.Result()
-			return true, fmt.Errorf("kubernetes: pod %s: loader failed (%d): %s %s", name, cs.State.Terminated.ExitCode, msg, cs.State.Terminated.Message)
-		}
-		if cs := containerStatus(pod, workContainer); cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil) {
-			return true, nil
-		}
-		return false, podFailed(pod, loadContainer, workContainer)
-	})
+	started, err := p.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +366,10 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	stderr := &capbuf.Buffer{Max: lim.StderrBytes}
 	if killedFor != "" {
 		// What was written up to the kill: read before the pod, and
-		// its logs, go.
+		// its logs, go. Nothing else is: the pod is the only way to
+		// stop the workload, and its emptyDirs go with it, so the
+		// writable mounts' volumes stay marked lost and nothing is
+		// collected.
 		cancelRun()
 		<-done
 		if err := b.readLogs(ctx, name, stdout, stderr); err != nil {
@@ -353,6 +377,11 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 		}
 		if err := b.deletePod(ctx, name); err != nil {
 			return nil, err
+		}
+		for _, m := range spec.Mounts {
+			if !m.ReadOnly {
+				_ = b.vols.markLost(m.Volume, fmt.Sprintf("pod %s, which mounted it writable, was deleted at its %s", name, killedFor))
+			}
 		}
 		res.Exit, res.Code = killedFor, 128+9
 		res.Stdout, res.StdoutTruncated = stdout.Result()
@@ -394,6 +423,14 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 				return nil, err
 			}
 			res.Collected[so.Dir] = c
+		}
+	}
+	// The work container has ended (by itself, or at the memory limit),
+	// and every process of it with it: what it left in the volumes is
+	// read through the keeper.
+	if needsKeeper(spec) {
+		if err := p.keep(ctx, res); err != nil {
+			return nil, err
 		}
 	}
 	return res, nil
@@ -446,22 +483,11 @@ func (b *Backend) readLog(ctx context.Context, name, stream string, follow bool,
 }
 
 // attach streams stdin to a container's standard input (closed at its
-// end) and its standard error to stderr when not nil, over WebSocket with
-// SPDY as the fallback, as kubectl does.
+// end) and its standard error to stderr when not nil.
 func (b *Backend) attach(ctx context.Context, name, container string, stdin io.Reader, stderr io.Writer) error {
 	req := b.cli.CoreV1().RESTClient().Post().Resource("pods").Namespace(b.cfg.Namespace).Name(name).SubResource("attach").
 		VersionedParams(&corev1.PodAttachOptions{Container: container, Stdin: stdin != nil, Stderr: stderr != nil}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(b.rest, "GET", req.URL().String())
-	if err != nil {
-		return fmt.Errorf("kubernetes: attach: %w", err)
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(b.rest, "POST", req.URL())
-	if err != nil {
-		return fmt.Errorf("kubernetes: attach: %w", err)
-	}
-	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
+	exec, err := b.executor(req.URL())
 	if err != nil {
 		return fmt.Errorf("kubernetes: attach: %w", err)
 	}

@@ -76,7 +76,27 @@ func (s *volumeStore) record(name string) (volumeRecord, error) {
 	return rec, json.Unmarshal(b, &rec)
 }
 
-// archives lists a volume's archives in order.
+// lostFile, in a volume's directory, says why its content is unknown: a
+// pod that mounted it writable did not end in a way that let its content
+// be read back (see markLost).
+const lostFile = "lost"
+
+// markLost records that a volume's content is unknown, and why, until
+// replace gives it content again. A pod that mounts a volume writable
+// marks it before its workload starts, so that every way the pod can end
+// but a clean read-back leaves it so.
+func (s *volumeStore) markLost(name, why string) error {
+	if !validVolumeName(name) {
+		return fmt.Errorf("%w: volume %q", sandbox.ErrSpec, name)
+	}
+	if err := os.WriteFile(filepath.Join(s.path(name), lostFile), []byte(why), 0o600); err != nil {
+		return fmt.Errorf("kubernetes: volume %s: %w", name, err)
+	}
+	return nil
+}
+
+// archives lists a volume's archives in order; a volume marked lost is an
+// error that says why.
 func (s *volumeStore) archives(name string) ([]string, int64, error) {
 	if !validVolumeName(name) {
 		return nil, 0, fmt.Errorf("%w: volume %q", sandbox.ErrSpec, name)
@@ -87,6 +107,9 @@ func (s *volumeStore) archives(name string) ([]string, int64, error) {
 	}
 	if err != nil {
 		return nil, 0, err
+	}
+	if why, err := os.ReadFile(filepath.Join(s.path(name), lostFile)); err == nil {
+		return nil, 0, fmt.Errorf("kubernetes: volume %s has no known content: %s", name, why)
 	}
 	type arc struct {
 		n    int
@@ -145,6 +168,50 @@ func (s *volumeStore) add(ctx context.Context, name string, archive io.Reader, p
 		return nil, fmt.Errorf("kubernetes: store archive: %w", err)
 	}
 	return man, nil
+}
+
+// replace makes what fill writes, a canonical archive from the
+// firewall, the volume's whole content: the archives it held go, and so
+// does a lost mark. When fill fails nothing changes.
+func (s *volumeStore) replace(name string, fill func(w io.Writer) error) error {
+	if !validVolumeName(name) {
+		return fmt.Errorf("%w: volume %q", sandbox.ErrSpec, name)
+	}
+	tmp, err := os.CreateTemp(s.path(name), "incoming-*")
+	if err != nil {
+		return fmt.Errorf("kubernetes: staging file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	err = fill(tmp)
+	if cerr := tmp.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ents, err := os.ReadDir(s.path(name))
+	if err != nil {
+		return fmt.Errorf("kubernetes: volume %s: %w", name, err)
+	}
+	// The older archives go, then the new one takes their place, then
+	// the mark: a crash between two steps leaves a volume marked lost
+	// (as the pod that wrote it marked it), never a mixed one.
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tar") {
+			if err := os.Remove(filepath.Join(s.path(name), e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("kubernetes: volume %s: %w", name, err)
+			}
+		}
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(s.path(name), "0.tar")); err != nil {
+		return fmt.Errorf("kubernetes: store archive: %w", err)
+	}
+	if err := os.Remove(filepath.Join(s.path(name), lostFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("kubernetes: volume %s: %w", name, err)
+	}
+	return nil
 }
 
 func (s *volumeStore) remove(name string) error {

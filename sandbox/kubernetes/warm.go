@@ -165,7 +165,7 @@ func (pl *warmPool) topUpLocked(sh *warmShape, want int) int {
 func (pl *warmPool) fill(sh *warmShape, shape sandbox.Spec, lim sandbox.Limits, sizes []int64) {
 	defer pl.wg.Done()
 	began := time.Now()
-	p, err := pl.b.start(pl.ctx, shape, lim, sizes)
+	p, err := pl.b.start(pl.ctx, shape, lim, sizes, false)
 	pl.mu.Lock()
 	sh.making--
 	keep := err == nil && !pl.closed
