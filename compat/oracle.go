@@ -651,6 +651,17 @@ func outDir(size, inodes int64) *sandbox.StreamOut {
 	return &sandbox.StreamOut{Dir: OutDir, Bytes: size, Inodes: inodes}
 }
 
+// workPolicy bounds the checkout the preparation container leaves in the
+// work volume, on a backend that carries a writable mount's content out
+// through the firewall to keep it (Kubernetes; a Docker volume stays where
+// it is): the task's own bound on its files (taskPolicy) for the working
+// tree and the clone's pack, and entries for a large repository. A
+// checkout the firewall refuses is the grader's error, never the
+// candidate's: the gate keeps links out of the diff, and a diff is far
+// smaller than the bounds, so what is refused came with the repository
+// (a symbolic link in its tree, say).
+var workPolicy = firewall.Policy{MaxEntries: 200_000, MaxFileBytes: 1 << 30, MaxTotalBytes: 2 << 30, MaxInputBytes: 3 << 30, MaxDepth: 64}
+
 // outPolicy bounds what a container leaves in its output directory.
 var outPolicy = firewall.Policy{MaxEntries: 1000, MaxFileBytes: junit.MaxReportBytes, MaxTotalBytes: 64 << 20}
 
@@ -706,7 +717,7 @@ func (g *grader) prepare(ctx context.Context, work string) error {
 	res, err := g.eng.Run(ctx, sandbox.Spec{
 		Run: g.req.Run, Phase: "oracle-prepare", Image: g.req.Image,
 		Cmd: []string{"python3", "-I", "-B", InputsDir + "/prepare.py"}, Env: g.t.env(), WorkDir: WorkDir,
-		Mounts: []sandbox.Mount{{Volume: g.inputs, Target: InputsDir, ReadOnly: true}, {Volume: work, Target: WorkDir}},
+		Mounts: []sandbox.Mount{{Volume: g.inputs, Target: InputsDir, ReadOnly: true}, {Volume: work, Target: WorkDir, Policy: workPolicy}},
 		Limits: g.limits(256 << 10), StreamOut: outDir(2*maxPrepareReport, 16), CollectPolicy: outPolicy,
 	})
 	if err != nil {

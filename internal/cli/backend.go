@@ -45,7 +45,7 @@ func (b *backendArgs) register(fs *flag.FlagSet) {
 // command that grades nothing (gc).
 func (b *backendArgs) registerWhere(fs *flag.FlagSet) {
 	fs.StringVar(&b.backend, "backend", envOr("STRICTGRADE_BACKEND", backendDocker),
-		"where sandboxes run: docker (the daemon named by $DOCKER_HOST) or kubernetes (the cluster of --kubeconfig; strict tier only); $STRICTGRADE_BACKEND sets the default")
+		"where sandboxes run: docker (the daemon named by $DOCKER_HOST) or kubernetes (the cluster of --kubeconfig); $STRICTGRADE_BACKEND sets the default")
 	fs.StringVar(&b.runtime, "runtime", os.Getenv("STRICTGRADE_RUNTIME"),
 		"OCI runtime the sandboxes run with, e.g. runsc for gVisor: on docker a runtime the daemon lists, on kubernetes a RuntimeClass name (default $STRICTGRADE_RUNTIME, else the default one); refused when missing")
 	fs.StringVar(&b.kubeconfig, "kubeconfig", "",

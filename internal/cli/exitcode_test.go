@@ -80,8 +80,10 @@ func TestExitCodes(t *testing.T) {
 			args: fixed("grade", "--task", sumTask, "--submission", sumHonest, "--kubeconfig", "/nonexistent")},
 		{name: "usage: a negative --case-parallel", code: ExitUsage, stderr: "--case-parallel -1",
 			args: fixed("grade", "--task", sumTask, "--submission", sumHonest, "--case-parallel", "-1")},
-		{name: "usage: the compat tier's matrix on kubernetes", code: ExitUsage, stderr: "add --tier strict",
-			args: fixed("matrix", "--backend", "kubernetes")},
+		{name: "ERROR: both tiers' matrix on an unreachable cluster", code: ExitError, stderr: "kubernetes backend: ",
+			args: func(t *testing.T) []string {
+				return []string{"matrix", "--backend", "kubernetes", "--kubeconfig", deadCluster(t)}
+			}},
 		{name: "ERROR: API server unreachable", code: ExitError, stderr: "kubernetes backend: ",
 			args: func(t *testing.T) []string {
 				return []string{"grade", "--task", sumTask, "--submission", sumHonest, "--backend", "kubernetes", "--kubeconfig", deadCluster(t)}

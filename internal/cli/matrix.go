@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/strictgrade/strictgrade/attest"
@@ -127,9 +126,6 @@ func parseMatrix(args []string, stdio IO) (*matrixArgs, error) {
 		a.tiers = []proofmatrix.Tier{proofmatrix.Tier(*tier)}
 	default:
 		return nil, usagef("unknown tier %q", *tier)
-	}
-	if a.backend == backendKubernetes && slices.Contains(a.tiers, proofmatrix.Compat) {
-		return nil, usagef("the kubernetes backend grades the strict tier only (no sessions for the compat tier yet): add --tier strict")
 	}
 	if *runRe != "" {
 		re, err := regexp.Compile(*runRe)

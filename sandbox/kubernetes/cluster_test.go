@@ -3,6 +3,7 @@
 package kubernetes_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,12 +20,17 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/strictgrade/strictgrade/agentbox"
+	"github.com/strictgrade/strictgrade/attest"
+	"github.com/strictgrade/strictgrade/controller"
 	"github.com/strictgrade/strictgrade/firewall"
 	"github.com/strictgrade/strictgrade/internal/engine"
 	"github.com/strictgrade/strictgrade/internal/images"
 	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/sandbox/kubernetes"
 	"github.com/strictgrade/strictgrade/sandboxtest"
+	"github.com/strictgrade/strictgrade/schema"
+	"github.com/strictgrade/strictgrade/task"
 )
 
 // clusterImages are the references of the probe and runtime images, as
@@ -600,5 +606,75 @@ func TestWarmPods(t *testing.T) {
 	}
 	if b.Warm(t.Context(), shape, 1) {
 		t.Error("warmed after Close")
+	}
+}
+
+// TestAgentBoxOnCluster is the agent phase on this backend, as a harness
+// runs it: the agent box opens on the task's public view in a session
+// pod, a host loop acts in it one command and one file at a time, and the
+// exported work is graded by a controller on the same cluster.
+func TestAgentBoxOnCluster(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	b := newBackend(t, cfg)
+	defer b.Close()
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	ctx := t.Context()
+	tk, err := task.Load(ctx, "../../examples/sum/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := agentbox.Open(ctx, b, tk.Public(), agentbox.Config{Run: run, Image: imgs[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close(context.Background())
+	res, err := box.Exec(ctx, sandbox.ExecSpec{Cmd: []string{"sh", "-c", "ls -A /work; id -u; find / -xdev -name cases.json 2>/dev/null; true"}})
+	if err != nil || string(res.Stdout) != "README.md\n65532\n" {
+		t.Fatalf("the agent sees %q (%v)", res.Stdout, err)
+	}
+	honest, err := os.ReadFile("../../examples/sum/solutions/honest/solution.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := box.WriteFile(ctx, "solution.py", honest, false); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := box.ReadFile(ctx, "/work/solution.py"); err != nil || string(back) != string(honest) {
+		t.Fatalf("read back %q, %v", back, err)
+	}
+	res, err = box.Exec(ctx, sandbox.ExecSpec{Cmd: []string{"python3", "-c", "import solution; print(solution.solve([1, 2, 39]))"}, Env: []string{"PYTHONDONTWRITEBYTECODE=1"}})
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != "42" {
+		t.Fatalf("the agent's own check: %v %+v", err, res)
+	}
+	// A process the agent leaves running neither blocks the export nor
+	// changes what it reads: Export stops the session first.
+	if _, err := box.Exec(ctx, sandbox.ExecSpec{Cmd: []string{"sh", "-c", "(while true; do echo x >> /work/noise; done) > /dev/null 2>&1 &"}}); err != nil {
+		t.Fatal(err)
+	}
+	archive, err := box.Export(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, _, err := attest.GenerateKey(attest.KeyECDSAP256, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := attest.LoadSigner(priv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge, err := images.Ref(ctx, images.Judge())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := controller.New(ctx, controller.Config{Backend: b, Signer: signer, RuntimeImage: imgs[1], JudgeImage: judge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	g, err := ctrl.Grade(ctx, tk, controller.Submission{Archive: bytes.NewReader(archive)})
+	if err != nil || g.Verdict.Outcome != schema.OutcomePass {
+		t.Fatalf("the exported work: %v %+v", err, g)
 	}
 }
