@@ -678,3 +678,54 @@ func TestAgentBoxOnCluster(t *testing.T) {
 		t.Fatalf("the exported work: %v %+v", err, g)
 	}
 }
+
+// TestSessionPodDeleted: a session whose pod is deleted from outside
+// answers every later call with an error within a bounded time, never a
+// result, and leaves nothing.
+func TestSessionPodDeleted(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	b := newBackend(t, cfg)
+	defer b.Close()
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	ctx := t.Context()
+	vol, err := b.NewVolume(ctx, run, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.RemoveVolume(context.Background(), vol)
+	sess, err := b.Start(ctx, sandbox.Spec{Run: run, Phase: "agent", Image: imgs[1], WorkDir: "/work",
+		Env: []string{"PATH=/usr/bin:/bin"}, Mounts: []sandbox.Mount{{Volume: vol, Target: "/work"}},
+		Limits: sandbox.Limits{Wall: 5 * time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background())
+	if res, err := sess.Exec(ctx, sandbox.ExecSpec{Cmd: []string{"sh", "-c", "echo hi > /work/a.txt"}}); err != nil || res.Code != 0 {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	if err := client(t, cfg).CoreV1().Pods(b.Namespace()).Delete(ctx, sess.ID(), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for _, call := range []struct {
+		name string
+		do   func() error
+	}{
+		{"exec", func() error { _, err := sess.Exec(ctx, sandbox.ExecSpec{Cmd: []string{"true"}}); return err }},
+		{"copy out", func() error { _, err := sess.CopyOut(ctx, "/work/a.txt", firewall.Policy{}); return err }},
+	} {
+		// The deletion takes a moment: until then a call may still work.
+		var err error
+		for time.Since(start) < 60*time.Second {
+			if err = call.do(); err != nil {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if err == nil {
+			t.Errorf("%s still works a minute after the pod was deleted", call.name)
+		}
+		t.Logf("%s: %v after %v", call.name, err, time.Since(start))
+	}
+}

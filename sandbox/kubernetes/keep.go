@@ -159,18 +159,8 @@ func (p *prepared) keep(ctx context.Context, res *sandbox.Result) error {
 
 // keeperRunning waits until the pod's keeper runs.
 func (p *prepared) keeperRunning(ctx context.Context) error {
-	_, err := p.b.waitPod(ctx, p.name, p.b.cfg.StartTimeout, "keeper started", func(pod *corev1.Pod) (bool, error) {
-		cs := containerStatus(pod, keepContainer)
-		switch {
-		case cs == nil:
-			return false, nil
-		case cs.State.Running != nil:
-			return true, nil
-		case cs.State.Terminated != nil:
-			return true, fmt.Errorf("kubernetes: pod %s: the keeper ended (%d, %s)", p.name, cs.State.Terminated.ExitCode, cs.State.Terminated.Reason)
-		}
-		return false, podFailed(pod, keepContainer)
-	})
+	_, err := p.b.waitPod(ctx, p.name, p.b.cfg.StartTimeout, "keeper started",
+		untilRunning(keepContainer, "the keeper ended", keepContainer))
 	return err
 }
 

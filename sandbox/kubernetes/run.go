@@ -120,14 +120,25 @@ func (b *Backend) prepare(ctx context.Context, spec sandbox.Spec) (_ *prepared, 
 	// what a caller copies into a volume between Prepare and Run is there
 	// (as it is on Docker, whose volumes are live). Their size now, and
 	// the room a workload's own files get, size their emptyDirs.
+	sizes, err := b.mountSizes(spec, lim)
+	if err != nil {
+		return nil, err
+	}
+	return b.start(ctx, spec, lim, sizes, false)
+}
+
+// mountSizes is the room of each mount's emptyDir: its volume's archives
+// as they are now and what the workload may add (roomFor).
+func (b *Backend) mountSizes(spec sandbox.Spec, lim sandbox.Limits) ([]int64, error) {
 	sizes := make([]int64, len(spec.Mounts))
 	for i, m := range spec.Mounts {
+		var err error
 		if _, sizes[i], err = b.vols.archives(m.Volume); err != nil {
 			return nil, err
 		}
 		sizes[i] += roomFor(m, lim)
 	}
-	return b.start(ctx, spec, lim, sizes, false)
+	return sizes, nil
 }
 
 // roomFor is what the workload may add to mount m's emptyDir: a file of
@@ -160,21 +171,8 @@ func (b *Backend) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 	if _, err = b.cli.CoreV1().Pods(b.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("kubernetes: create pod: %w", err)
 	}
-	_, err = b.waitPod(ctx, name, b.cfg.StartTimeout, "loader started", func(p *corev1.Pod) (bool, error) {
-		if err := podFailed(p, loadContainer, workContainer); err != nil {
-			return true, err
-		}
-		cs := containerStatus(p, loadContainer)
-		switch {
-		case cs == nil:
-			return false, nil
-		case cs.State.Running != nil:
-			return true, nil
-		case cs.State.Terminated != nil:
-			return true, fmt.Errorf("kubernetes: pod %s: loader ended before its input", name)
-		}
-		return false, nil
-	})
+	_, err = b.waitPod(ctx, name, b.cfg.StartTimeout, "loader started",
+		untilRunning(loadContainer, "the loader ended before its input", loadContainer, workContainer))
 	if err != nil {
 		return nil, err
 	}

@@ -122,12 +122,9 @@ func (b *Backend) startSession(ctx context.Context, spec sandbox.Spec) (*session
 	if err != nil {
 		return nil, err
 	}
-	sizes := make([]int64, len(spec.Mounts))
-	for i, m := range spec.Mounts {
-		if _, sizes[i], err = b.vols.archives(m.Volume); err != nil {
-			return nil, err
-		}
-		sizes[i] += roomFor(m, lim)
+	sizes, err := b.mountSizes(spec, lim)
+	if err != nil {
+		return nil, err
 	}
 	p, err := b.start(ctx, spec, lim, sizes, true)
 	if err != nil {

@@ -152,3 +152,24 @@ func podFailed(p *corev1.Pod, names ...string) error {
 	}
 	return nil
 }
+
+// untilRunning is a waitPod condition: done once container runs. Its end
+// before that, or a pod failure that the containers in watch show, is an
+// error; ended says what the end means.
+func untilRunning(container, ended string, watch ...string) func(*corev1.Pod) (bool, error) {
+	return func(p *corev1.Pod) (bool, error) {
+		if err := podFailed(p, watch...); err != nil {
+			return true, err
+		}
+		cs := containerStatus(p, container)
+		switch {
+		case cs == nil:
+			return false, nil
+		case cs.State.Running != nil:
+			return true, nil
+		case cs.State.Terminated != nil:
+			return true, fmt.Errorf("kubernetes: pod %s: %s (exit %d, %s)", p.Name, ended, cs.State.Terminated.ExitCode, cs.State.Terminated.Reason)
+		}
+		return false, nil
+	}
+}
