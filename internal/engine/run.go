@@ -311,11 +311,27 @@ func (p *Prepared) arm(ctx context.Context) (*armed, error) {
 	a.stdout = &capbuf.Buffer{Max: outCap, OnOver: signalOver}
 	a.stderr = &capbuf.Buffer{Max: errCap}
 	go func() { a.copyDone <- demux(att.Reader, a.stdout, a.stderr, nil) }()
-	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	if err := d.startContainer(ctx, id); err != nil {
 		a.release()
 		return nil, fmt.Errorf("engine: start: %w", err)
 	}
 	return a, nil
+}
+
+// startContainer starts a created container. The request is never cut short: a
+// start cancelled while the daemon (20.10) runs it leaves a container that
+// it lists as "Removal In Progress" and no longer knows by ID, which no
+// removal reaches (seen when a backend closed while its pool was starting
+// sandboxes). So the start runs to its end on a context of its own,
+// bounded by the cleanup timeout, and a cancelled ctx is an error after
+// it; the caller removes the container as on any failed start.
+func (d *Docker) startContainer(ctx context.Context, id string) error {
+	sctx, cancel := d.cleanupCtx(ctx)
+	defer cancel()
+	if err := d.cli.ContainerStart(sctx, id, container.StartOptions{}); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // Run gives the prepared container its work, waits for it under its

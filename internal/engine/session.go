@@ -62,7 +62,7 @@ func (d *Docker) start(ctx context.Context, spec Spec) (*Session, error) {
 	p.mu.Lock()
 	p.used = true // the session owns the container from here on
 	p.mu.Unlock()
-	if err := d.cli.ContainerStart(ctx, p.id, container.StartOptions{}); err != nil {
+	if err := d.startContainer(ctx, p.id); err != nil {
 		d.removeContainer(ctx, p.id)
 		return nil, fmt.Errorf("engine: start session: %w", err)
 	}
