@@ -175,11 +175,35 @@ func newBackend(ctx context.Context, cfg Config, rc *rest.Config, cli kubernetes
 	if _, err := cli.CoreV1().Namespaces().Get(ctx, cfg.Namespace, metav1.GetOptions{}); err != nil {
 		return nil, fmt.Errorf("%w: namespace %q: %v", sandbox.ErrPreflight, cfg.Namespace, err)
 	}
+	if err := b.checkRuntimeClass(ctx); err != nil {
+		return nil, err
+	}
 	if err := b.ensureNetworkPolicy(ctx); err != nil {
 		return nil, fmt.Errorf("%w: network policy: %v", sandbox.ErrPreflight, err)
 	}
 	b.pool = newWarmPool(b)
 	return b, nil
+}
+
+// checkRuntimeClass refuses a RuntimeClass the cluster does not have, by
+// name, before any pod is made. A client that may not read RuntimeClasses
+// (they are cluster-wide; a grading fleet's role may be namespaced) is let
+// through: the preflight pod then meets the same refusal from admission.
+func (b *Backend) checkRuntimeClass(ctx context.Context) error {
+	if b.cfg.RuntimeClass == "" {
+		return nil
+	}
+	_, err := b.cli.NodeV1().RuntimeClasses().Get(ctx, b.cfg.RuntimeClass, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: the cluster has no RuntimeClass %q", sandbox.ErrPreflight, b.cfg.RuntimeClass)
+	case apierrors.IsForbidden(err):
+		b.log.Debug("RuntimeClass not readable; the preflight pod checks it", "class", b.cfg.RuntimeClass, "error", err)
+		return nil
+	}
+	return fmt.Errorf("%w: RuntimeClass %q: %v", sandbox.ErrPreflight, b.cfg.RuntimeClass, err)
 }
 
 func restConfig(cfg Config) (*rest.Config, string, error) {

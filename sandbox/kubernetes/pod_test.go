@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -270,6 +271,29 @@ func TestNewPreflight(t *testing.T) {
 	}
 	if _, err := newBackend(t.Context(), Config{}, nil, cli); !errors.Is(err, sandbox.ErrPreflight) {
 		t.Errorf("no loader image: %v", err)
+	}
+}
+
+// TestNewRuntimeClass: a RuntimeClass the cluster lacks is refused by name
+// before any pod is made; one it has is taken.
+func TestNewRuntimeClass(t *testing.T) {
+	cli := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "grading"}},
+		&nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"})
+	cfg := Config{Namespace: "grading", LoaderImage: "l", VolumeDir: t.TempDir(), RuntimeClass: "kata"}
+	_, err := newBackend(t.Context(), cfg, nil, cli)
+	if !errors.Is(err, sandbox.ErrPreflight) || !strings.Contains(err.Error(), `no RuntimeClass "kata"`) {
+		t.Errorf("a missing RuntimeClass: %v", err)
+	}
+	if pods, _ := cli.CoreV1().Pods("grading").List(t.Context(), metav1.ListOptions{}); len(pods.Items) != 0 {
+		t.Errorf("pods made before the refusal: %d", len(pods.Items))
+	}
+	cfg.RuntimeClass = "gvisor"
+	b, err := newBackend(t.Context(), cfg, nil, cli)
+	if err != nil {
+		t.Fatalf("a RuntimeClass the cluster has: %v", err)
+	}
+	if got := b.Runtime(); got != "kubernetes/gvisor" {
+		t.Errorf("runtime %s", got)
 	}
 }
 
