@@ -2,12 +2,14 @@
 # A single-node Kubernetes cluster for the project's tests, built from the Go
 # module proxy and Debian packages alone.
 #
-#   .ci/cluster.sh build    build the Kubernetes binaries and a pause binary into
-#                           the cache (cold: 10-15 min on 2 cores; cached: seconds)
+#   .ci/cluster.sh build    build the Kubernetes binaries, containerd 2, gVisor
+#                           (runsc and its containerd shim, .ci/gvisor.sh) and a
+#                           pause binary into the cache (cold: 15-20 min on 2
+#                           cores; cached: seconds)
 #   .ci/cluster.sh up       start etcd, containerd, kube-apiserver, the controller
 #                           manager, the scheduler and a kubelet under the state
-#                           directory, import the project's images and wait for
-#                           the node to be Ready
+#                           directory, import the project's images, create the
+#                           RuntimeClass gvisor and wait for the node to be Ready
 #   .ci/cluster.sh down     stop what `up` started (by PID) and clean up its mounts,
 #                           network namespaces and cgroups; safe to repeat
 #   .ci/cluster.sh env      print the shell exports a client needs
@@ -19,10 +21,12 @@
 # project's images. Runs as root (containerd and kubelet need it). The
 # configuration templates live in .ci/cluster/.
 #
-# The cluster: one node named localhost. Pods get loopback and an eth0 on a
-# bridge that has no address, gateway or masquerading: nothing beyond the
-# node is reachable, pods on the node can reach one another, and no
-# NetworkPolicy is enforced. Clients authenticate with certificates (the
+# The cluster: one node named localhost, whose containerd (2.x, built here:
+# gVisor's shim speaks only its protocol) runs pods with runc by default and
+# with gVisor's runsc under the RuntimeClass gvisor. Pods get loopback and an
+# eth0 on a bridge that has no address, gateway or masquerading: nothing
+# beyond the node is reachable, pods on the node can reach one another, and
+# no NetworkPolicy is enforced; a gVisor pod has loopback alone. Clients authenticate with certificates (the
 # administrator's kubeconfig is STATE/kubeconfig); authorization is Node,RBAC.
 #
 # Environment:
@@ -37,6 +41,7 @@ CONF=$HERE/cluster
 
 K8S_VERSION=v1.37.2
 STAGING_VERSION=v0.37.2
+CONTAINERD_VERSION=v2.4.2
 GO_VERSION=go1.26.8
 # The scheduler places pods that name no node; the controller manager runs only
 # the controllers a namespace's life needs (service accounts, namespace
@@ -46,6 +51,10 @@ K8S_COMMANDS="kube-apiserver kubelet kube-scheduler kube-controller-manager"
 CACHE=${STRICTGRADE_CACHE:-$HOME/.cache/strictgrade}
 KDIR=$CACHE/k8s-$K8S_VERSION
 BIN=$KDIR/bin
+CDIR=$CACHE/containerd-$CONTAINERD_VERSION
+CBIN=$CDIR/bin
+CONTAINERD_COMMANDS="containerd containerd-shim-runc-v2 ctr"
+CTR=$CBIN/ctr
 STATE=${STRICTGRADE_CLUSTER_DIR:-/tmp/strictgrade-cluster}
 WAIT=${STRICTGRADE_CLUSTER_WAIT:-120}
 
@@ -63,6 +72,15 @@ POD_SUBNET=10.88.0.0/24
 SERVICE_RANGE=10.0.0.0/24
 CGROUP_PARENT=strictgrade-kubepods
 PAUSE_IMAGE=strictgrade.local/pause:1
+# gVisor pods: the RuntimeClass and the containerd handler it names.
+GVISOR_CLASS=gvisor
+GVISOR_HANDLER=runsc
+# Process limits (containerd.toml, kubelet.yaml): a container's pids cgroup
+# under runc; RLIMIT_NPROC under gVisor, whose kernel enforces it; and the
+# pod's host processes, a backstop sized for gVisor's own threads.
+RUNC_PIDS=32
+GVISOR_NPROC=64
+POD_PIDS=$((32 + 4 * GVISOR_NPROC))
 PROJECT_IMAGES="strictgrade/python strictgrade/judge strictgrade/loader strictgrade/probe"
 
 # The daemons `up` starts, in order.
@@ -90,7 +108,42 @@ cached() {
   [ -f "$BIN/.stamp" ] && [ "$(cat "$BIN/.stamp")" = "$(stamp)" ] || return 1
   local b
   for b in $K8S_COMMANDS pause; do [ -x "$BIN/$b" ] || return 1; done
-  [ -f "$KDIR/pause-image.tar" ]
+  [ -f "$KDIR/pause-image.tar" ] && containerd_cached && gvisor_cached
+}
+
+containerd_cached() {
+  local b
+  for b in $CONTAINERD_COMMANDS; do [ -x "$CBIN/$b" ] || return 1; done
+  [ "$(cat "$CBIN/.stamp" 2>/dev/null)" = "containerd $CONTAINERD_VERSION $GO_VERSION" ]
+}
+
+# GDIR: where .ci/gvisor.sh keeps runsc and containerd-shim-runsc-v1.
+GDIR=$(bash "$HERE/gvisor.sh" path)
+gvisor_cached() { [ -x "$GDIR/runsc" ] && [ -x "$GDIR/containerd-shim-runsc-v1" ]; }
+
+# build_containerd: containerd 2 (the daemon, its runc shim and ctr) from
+# the Go module proxy, without the snapshotters that need cgo.
+build_containerd() {
+  if containerd_cached; then
+    log "containerd $CONTAINERD_VERSION is cached in $CBIN"
+    return 0
+  fi
+  local t0=$SECONDS src=$CDIR/src out=$CDIR/bin.new m=github.com/containerd/containerd/v2
+  rm -rf "$out" && mkdir -p "$src" "$out"
+  printf 'module strictgrade.local/containerdbuild\n\ngo 1.26.0\n' >"$src/go.mod"
+  rm -f "$src/go.sum"
+  log "fetching $m@$CONTAINERD_VERSION"
+  (cd "$src" && go get $(for c in $CONTAINERD_COMMANDS; do echo "$m/cmd/$c@$CONTAINERD_VERSION"; done)) \
+    >"$CDIR/go-get.log" 2>&1 || { tail -20 "$CDIR/go-get.log" >&2; die "go get failed (log: $CDIR/go-get.log)"; }
+  log "building $CONTAINERD_COMMANDS"
+  (cd "$src" && exec nice -n 19 go build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
+    -ldflags="-s -w -X $m/version.Version=$CONTAINERD_VERSION" -o "$out/" \
+    $(for c in $CONTAINERD_COMMANDS; do echo "$m/cmd/$c"; done)) &
+  heartbeat $! "building containerd" || die "building containerd failed"
+  "$out/containerd" --version | grep -qF "$CONTAINERD_VERSION" || die "the built containerd does not report $CONTAINERD_VERSION"
+  echo "containerd $CONTAINERD_VERSION $GO_VERSION" >"$out/.stamp"
+  rm -rf "$CBIN" && mv "$out" "$CBIN"
+  log "containerd $CONTAINERD_VERSION built into $CBIN in $((SECONDS - t0)) s"
 }
 
 # heartbeat PID WHAT: print elapsed time while PID runs, return its status.
@@ -113,13 +166,16 @@ build() {
   mkdir -p "$KDIR"
   exec 9>"$KDIR/.lock"
   flock 9
+  export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+  build_containerd
+  log "gVisor: runsc and its containerd shim (.ci/gvisor.sh build)"
+  bash "$HERE/gvisor.sh" build || die "building gVisor failed"
   if cached; then
     log "Kubernetes $K8S_VERSION binaries are cached in $BIN"
     return 0
   fi
   local t0=$SECONDS src=$KDIR/src out=$KDIR/bin.new
   rm -rf "$out" && mkdir -p "$src" "$out"
-  export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 
   # A scratch module outside the repository: k8s.io/kubernetes refers to its
   # staging modules by relative replace directives that do not survive as a
@@ -200,6 +256,7 @@ render() {
   sed -e "s|@STATE@|$STATE|g" -e "s|@PAUSE_IMAGE@|$PAUSE_IMAGE|g" -e "s|@NETWORK@|$NETWORK|g" \
     -e "s|@BRIDGE@|$BRIDGE|g" -e "s|@POD_SUBNET@|$POD_SUBNET|g" -e "s|@CGROUP_PARENT@|$CGROUP_PARENT|g" \
     -e "s|@KUBELET_PORT@|$KUBELET_PORT|g" -e "s|@KUBELET_HEALTHZ_PORT@|$KUBELET_HEALTHZ_PORT|g" \
+    -e "s|@GVISOR_HANDLER@|$GVISOR_HANDLER|g" -e "s|@RUNSC@|$GDIR/runsc|g" -e "s|@POD_PIDS@|$POD_PIDS|g" \
     "$CONF/$1" >"$2"
   if grep -n '@[A-Z_]*@' "$2" >&2; then die "unfilled placeholder in $2"; fi
 }
@@ -336,7 +393,7 @@ cgroup_parent() {
 
 preflight() {
   [ "$(id -u)" = 0 ] || die "must run as root (containerd and the kubelet need it)"
-  local need="etcd:etcd-server containerd:containerd ctr:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins
+  local need="etcd:etcd-server runc:runc /usr/lib/cni/bridge:containernetworking-plugins
     /usr/lib/cni/host-local:containernetworking-plugins /usr/lib/cni/loopback:containernetworking-plugins
     openssl:openssl curl:curl jq:jq ss:iproute2 docker:docker.io"
   local item missing=
@@ -344,7 +401,7 @@ preflight() {
     command -v "${item%%:*}" >/dev/null 2>&1 || missing="$missing ${item#*:}"
   done
   [ -z "$missing" ] || die "missing Debian packages:$(echo "$missing" | tr ' ' '\n' | sort -u | tr '\n' ' ')"
-  cached || die "no built binaries in $BIN: run '$0 build' first"
+  cached || die "no built binaries in $BIN, $CBIN or $GDIR: run '$0 build' first"
   local port busy=
   for port in $ETCD_PORT $ETCD_PEER_PORT $APISERVER_PORT $KUBELET_PORT $KUBELET_HEALTHZ_PORT; do
     if ss -Htln "sport = :$port" | grep -q .; then busy="$busy $port"; fi
@@ -369,13 +426,16 @@ fresh_state() {
     down
     rm -rf "$STATE"
   fi
-  mkdir -p "$STATE"/{logs,pids,containerd,cni/net.d,cni/ipam,kubelet,pod-logs,runc}
+  mkdir -p "$STATE"/{logs,pids,containerd,cni/net.d,cni/ipam,kubelet,pod-logs,runc,runsc}
   touch "$STATE/.strictgrade-cluster"
 }
 
 import_images() {
-  ctr -a "$SOCK" -n k8s.io images import --snapshotter overlayfs "$KDIR/pause-image.tar" >/dev/null ||
-    die "could not import the pause image"
+  # ctr's own warnings (containerd 2 on cgroup v1) go to a log, shown when
+  # an import fails.
+  local ilog=$STATE/logs/ctr-import.log
+  "$CTR" -a "$SOCK" -n k8s.io images import --snapshotter overlayfs "$KDIR/pause-image.tar" >/dev/null 2>>"$ilog" ||
+    { cat "$ilog" >&2; die "could not import the pause image"; }
   local image found=
   for image in $PROJECT_IMAGES; do
     if [ -z "$(docker images -q "$image")" ]; then
@@ -383,12 +443,22 @@ import_images() {
       continue
     fi
     local t=$SECONDS
-    docker save "$image" | ctr -a "$SOCK" -n k8s.io images import --snapshotter overlayfs - >/dev/null ||
-      die "could not import $image"
+    docker save "$image" | "$CTR" -a "$SOCK" -n k8s.io images import --snapshotter overlayfs - >/dev/null 2>>"$ilog" ||
+      { cat "$ilog" >&2; die "could not import $image"; }
     log "  $image: imported in $((SECONDS - t)) s ($(docker images --format '{{.Tag}}' "$image" | tr '\n' ' '))"
     found=1
   done
   [ -n "$found" ] || log "  no strictgrade image is built yet; pods can use only imported images"
+}
+
+# base_specs: the OCI specs containerd starts each handler's containers
+# from: its own default, with no rlimits of its own (as without a base spec)
+# but for the process limit of the handler.
+base_specs() {
+  local spec
+  spec=$("$CTR" oci spec 2>/dev/null) || die "ctr oci spec failed"
+  jq --argjson n "$RUNC_PIDS" '.process.rlimits = [] | .linux.resources.pids = {limit: $n}' <<<"$spec" >"$STATE/base-runc.json"
+  jq --argjson n "$GVISOR_NPROC" '.process.rlimits = [{type: "RLIMIT_NPROC", hard: $n, soft: $n}]' <<<"$spec" >"$STATE/base-runsc.json"
 }
 
 up() {
@@ -401,6 +471,8 @@ up() {
   kubeconfig scheduler "$STATE/scheduler.kubeconfig"
   kubeconfig controller-manager "$STATE/controller-manager.kubeconfig"
   render containerd.toml "$STATE/containerd.toml"
+  render runsc.toml "$STATE/runsc.toml"
+  base_specs
   render cni.conflist "$STATE/cni/net.d/10-$NETWORK.conflist"
   render kubelet.yaml "$STATE/kubelet.yaml"
   render scheduler.yaml "$STATE/scheduler.yaml"
@@ -414,8 +486,10 @@ up() {
   wait_for etcd "etcd to be healthy" curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 
   log "containerd on $SOCK"
-  start containerd containerd --config "$STATE/containerd.toml"
-  wait_for containerd "containerd to answer" ctr -a "$SOCK" version
+  # containerd finds its shims on its PATH: its own runc shim and gVisor's,
+  # never the machine's (Debian's containerd 1.6 ships a runc shim too).
+  PATH="$CBIN:$GDIR:$PATH" start containerd "$CBIN/containerd" --config "$STATE/containerd.toml"
+  wait_for containerd "containerd to answer" "$CTR" -a "$SOCK" version
 
   log "kube-apiserver on 127.0.0.1:$APISERVER_PORT"
   start apiserver "$BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
@@ -450,6 +524,9 @@ up() {
 
   api POST /api/v1/namespaces "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$NAMESPACE\"}}" >/dev/null ||
     die "could not create namespace $NAMESPACE"
+  api POST /apis/node.k8s.io/v1/runtimeclasses \
+    "{\"apiVersion\":\"node.k8s.io/v1\",\"kind\":\"RuntimeClass\",\"metadata\":{\"name\":\"$GVISOR_CLASS\"},\"handler\":\"$GVISOR_HANDLER\"}" >/dev/null ||
+    die "could not create the RuntimeClass $GVISOR_CLASS"
   wait_for controller-manager "the default ServiceAccount in $NAMESPACE" service_account_exists "$NAMESPACE"
   wait_for controller-manager "the default ServiceAccount in default" service_account_exists default
   local c
@@ -539,11 +616,11 @@ down() {
   # Let containerd end its containers and shims, so that the shims remove
   # their sockets; whatever remains is then killed through runc's own state.
   if [ -n "$(pid_of containerd)" ]; then
-    for id in $(ctr -a "$SOCK" -n k8s.io tasks list -q 2>/dev/null); do
-      timeout 20 ctr -a "$SOCK" -n k8s.io tasks delete --force "$id" >/dev/null 2>&1 || true
+    for id in $("$CTR" -a "$SOCK" -n k8s.io tasks list -q 2>/dev/null); do
+      timeout 20 "$CTR" -a "$SOCK" -n k8s.io tasks delete --force "$id" >/dev/null 2>&1 || true
     done
-    for id in $(ctr -a "$SOCK" -n k8s.io containers list -q 2>/dev/null); do
-      timeout 20 ctr -a "$SOCK" -n k8s.io containers delete "$id" >/dev/null 2>&1 || true
+    for id in $("$CTR" -a "$SOCK" -n k8s.io containers list -q 2>/dev/null); do
+      timeout 20 "$CTR" -a "$SOCK" -n k8s.io containers delete "$id" >/dev/null 2>&1 || true
     done
   fi
   stop containerd
@@ -551,6 +628,12 @@ down() {
   if [ -d "$runc_root" ]; then
     for id in $(runc --root "$runc_root" list -q 2>/dev/null); do
       runc --root "$runc_root" delete --force "$id" >/dev/null 2>&1 || log "runc could not delete container $id"
+    done
+  fi
+  local runsc_root=$STATE/runsc/k8s.io
+  if [ -d "$runsc_root" ]; then
+    for id in $("$GDIR/runsc" --root "$runsc_root" list -quiet 2>/dev/null); do
+      "$GDIR/runsc" --root "$runsc_root" delete -force "$id" >/dev/null 2>&1 || log "runsc could not delete container $id"
     done
   fi
   for pid in $(shims); do
@@ -601,6 +684,7 @@ env_cmd() {
   printf 'export STRICTGRADE_CLUSTER_NAMESPACE=%q\n' "$NAMESPACE"
   printf 'export CONTAINERD_ADDRESS=%q\n' "$SOCK"
   printf 'export CONTAINERD_NAMESPACE=k8s.io\n'
+  printf 'export STRICTGRADE_CLUSTER_GVISOR=%q\n' "$GVISOR_CLASS"
 }
 
 status() {
