@@ -93,18 +93,44 @@ func newBackend(t *testing.T, cfg kubernetes.Config) *kubernetes.Backend {
 	return b
 }
 
-// TestKubernetesConforms runs the conformance suite against the cluster.
+// TestKubernetesConforms runs the conformance suite against the cluster,
+// with the pods' RuntimeClass when STRICTGRADE_K8S_RUNTIMECLASS names one.
 func TestKubernetesConforms(t *testing.T) {
+	gvisor := userSpaceKernel(t)
 	sandboxtest.Run(t, func(t *testing.T) sandboxtest.Target {
 		cfg, imgs := clusterConfig(t)
-		return sandboxtest.Target{
+		tg := sandboxtest.Target{
 			Backend: newBackend(t, cfg), Probe: imgs[0], Shell: imgs[1], PodNetwork: true,
 			Lacks: map[string]string{
 				"pids limit":       "the pod API has no process limit; the kubelet's podPidsLimit applies",
 				"stream out quota": "an emptyDir counts no inodes: a tree over the quota is refused on the way out (streamout.QuotaPolicy), which the suite checks only as UserSpaceKernel",
 			},
 		}
+		if gvisor {
+			// As on Docker: gVisor's kernel runs in user space behind a
+			// host-side filter, and the guest sees no seccomp filter.
+			tg.Seccomp = "0"
+			tg.UserSpaceKernel = true
+		}
+		return tg
 	})
+}
+
+// userSpaceKernel says whether the RuntimeClass the tests run with
+// (STRICTGRADE_K8S_RUNTIMECLASS) is gVisor: its handler is runsc. A class
+// the cluster does not have fails the test.
+func userSpaceKernel(t *testing.T) bool {
+	t.Helper()
+	name := os.Getenv("STRICTGRADE_K8S_RUNTIMECLASS")
+	if name == "" {
+		return false
+	}
+	cfg, _ := clusterConfig(t)
+	rc, err := client(t, cfg).NodeV1().RuntimeClasses().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("RuntimeClass %s: %v", name, err)
+	}
+	return rc.Handler == "runsc"
 }
 
 func client(t *testing.T, cfg kubernetes.Config) k8s.Interface {
@@ -728,4 +754,187 @@ func TestSessionPodDeleted(t *testing.T) {
 		}
 		t.Logf("%s: %v after %v", call.name, err, time.Since(start))
 	}
+}
+
+// slowTask is examples/sum with a minute per case, and a submission whose
+// function never returns: a grade of it runs until its wall clock unless
+// something else ends it first.
+func slowTask(t *testing.T) (*task.Task, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../../examples/sum/task")); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := os.ReadFile(dir + "/task.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec = bytes.Replace(spec, []byte(`"case_seconds": 5`), []byte(`"case_seconds": 60`), 1)
+	if err := os.WriteFile(dir+"/task.json", spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Spec.Limits.CaseSeconds != 60 {
+		t.Fatalf("the slow task's case limit is %v s", tk.Spec.Limits.CaseSeconds)
+	}
+	return tk, kubernetes.TarOf("solution.py", "import time\n\ndef solve(numbers):\n    time.sleep(3600)\n")
+}
+
+// waitWorkload returns the name of a pod of the given phase whose workload
+// (not its loader) runs: a grade's candidate may be a pod started ahead of
+// time, labelled with the pool's run rather than the grade's.
+func waitWorkload(t *testing.T, cli k8s.Interface, ns, phase string) string {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		l, err := cli.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: sandbox.LabelPhase + "=" + phase})
+		if err == nil {
+			for _, p := range l.Items {
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.State.Running != nil && p.DeletionTimestamp == nil {
+						return p.Name
+					}
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no %s workload ran", phase)
+	return ""
+}
+
+// TestGradeFaults puts the faults above into whole grades, as a harness
+// meets them: the candidate's pod deleted while it runs, the API server
+// gone while the candidate runs, and a cluster that never starts the
+// grade's pods. Each grade ends within a bound with a signed ERROR and an
+// error wrapping controller.ErrCouldNotGrade (never a PASS or a FAIL: the
+// submission is not to blame), and leaves nothing in the namespace or
+// beside the controller.
+func TestGradeFaults(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	tk, sub := slowTask(t)
+	judge, err := images.Ref(t.Context(), images.Judge())
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, _, err := attest.GenerateKey(attest.KeyECDSAP256, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := attest.LoadSigner(priv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := newBackend(t, cfg)
+	defer direct.Close()
+	cli := client(t, cfg)
+
+	// grade grades the slow submission on b while fault runs, and checks
+	// what came of it. before runs once the controller is made (it
+	// resolves its images with pods of its own), before the grade starts;
+	// fault once the grade has started, returning when the fault struck.
+	grade := func(t *testing.T, b *kubernetes.Backend, bound time.Duration, before func(), fault func() time.Time) {
+		t.Helper()
+		var mu sync.Mutex
+		runs := map[string]bool{}
+		ctrl, err := controller.New(t.Context(), controller.Config{Backend: b, Signer: signer,
+			RuntimeImage: imgs[1], JudgeImage: judge,
+			Progress: func(e controller.Event) { mu.Lock(); runs[e.RunID] = true; mu.Unlock() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type out struct {
+			res *controller.Result
+			err error
+		}
+		before()
+		done := make(chan out, 1)
+		go func() {
+			res, err := ctrl.Grade(t.Context(), tk, controller.Submission{Archive: bytes.NewReader(sub)})
+			done <- out{res, err}
+		}()
+		start := fault()
+		var o out
+		select {
+		case o = <-done:
+		case <-time.After(bound):
+			t.Fatalf("no verdict %v after the fault", bound)
+		}
+		took := time.Since(start)
+		if o.res == nil || o.res.Verdict.Outcome != schema.OutcomeError || !errors.Is(o.err, controller.ErrCouldNotGrade) {
+			t.Fatalf("a grade the cluster failed: %+v, %v; want a signed ERROR", o.res, o.err)
+		}
+		t.Logf("ERROR %v after the fault: %v", took, o.err)
+		if err := ctrl.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(runs) != 1 {
+			t.Fatalf("runs seen: %v", runs)
+		}
+		for run := range runs {
+			assertNothingLeft(t, direct, run)
+		}
+		assertNothingLeft(t, direct, kubernetes.PoolRun(b))
+	}
+
+	t.Run("candidate pod deleted", func(t *testing.T) {
+		b := newBackend(t, cfg)
+		grade(t, b, 60*time.Second, func() {}, func() time.Time {
+			name := waitWorkload(t, cli, b.Namespace(), "candidate")
+			start := time.Now()
+			if err := cli.CoreV1().Pods(b.Namespace()).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return start
+		})
+	})
+
+	t.Run("API server unreachable", func(t *testing.T) {
+		raw, err := clientcmd.LoadFromFile(cfg.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cluster := raw.Clusters[raw.Contexts[raw.CurrentContext].Cluster]
+		host := strings.TrimPrefix(cluster.Server, "https://")
+		p := &proxy{addr: "127.0.0.1:0", target: host}
+		p.start(t)
+		defer p.stop()
+		cluster.Server = "https://" + p.addr
+		if cluster.TLSServerName == "" {
+			h, _, _ := net.SplitHostPort(host)
+			cluster.TLSServerName = h
+		}
+		pcfg := cfg
+		pcfg.Kubeconfig = t.TempDir() + "/kubeconfig"
+		if err := clientcmd.WriteToFile(*raw, pcfg.Kubeconfig); err != nil {
+			t.Fatal(err)
+		}
+		pcfg.LostTimeout = 3 * time.Second
+		pcfg.CleanupTimeout = 30 * time.Second
+		b := newBackend(t, pcfg)
+		grade(t, b, pcfg.LostTimeout+pcfg.CleanupTimeout+30*time.Second, func() {}, func() time.Time {
+			waitWorkload(t, cli, b.Namespace(), "candidate")
+			start := time.Now()
+			p.stop()
+			// Back once the grade has given up on it, within its cleanup
+			// time, so that its pods can still be removed.
+			time.AfterFunc(pcfg.LostTimeout+3*time.Second, func() { p.start(t) })
+			return start
+		})
+	})
+
+	t.Run("pods never start", func(t *testing.T) {
+		b := newBackend(t, cfg)
+		grade(t, b, 5*time.Second+60*time.Second, func() {
+			kubernetes.Retarget(b, "strictgrade-no-such-node", 5*time.Second)
+		}, time.Now)
+	})
 }
