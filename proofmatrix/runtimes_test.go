@@ -1,6 +1,7 @@
 package proofmatrix
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,5 +119,72 @@ func TestForRefuses(t *testing.T) {
 	ctl := Expectation{ID: "control-wrong", Tier: Strict, Result: Fail, Layer: "judge: wrong_answer"}
 	if _, err := (&Expected{Entries: []Expectation{ctl}, Runtimes: map[string][]RuntimeExpectation{"kubernetes/runc": {{Expectation{ID: ctl.ID, Tier: Strict, Result: Fail, Layer: "limits: timeout"}, "why", "judge"}}}}).For("kubernetes/runc"); err == nil {
 		t.Error("a control's class change accepted")
+	}
+}
+
+// TestReadmeRuntimesTable holds the README's table of runs side by side
+// (between its runtimes markers) to the committed expectation: every
+// column is a runtime, and every cell the result and layer Expected.For
+// gives that runtime, so the table cannot claim what CI no longer gates.
+func TestReadmeRuntimesTable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "<!-- runtimes:begin -->")
+	table, _, ok2 := strings.Cut(rest, "<!-- runtimes:end -->")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no runtimes table")
+	}
+	exp, err := LoadExpected("expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := func(line string) []string {
+		parts := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		for i := range parts {
+			parts[i] = strings.TrimSpace(parts[i])
+		}
+		return parts
+	}
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	head := cells(lines[0])
+	if len(head) < 3 || head[0] != "probe" || head[1] != "tier" {
+		t.Fatalf("table header %q", lines[0])
+	}
+	want := map[string]map[string]string{} // runtime → "id tier" → cell
+	for _, rt := range head[2:] {
+		e := exp
+		if rt != DefaultRuntime {
+			if e, err = exp.For(rt); err != nil {
+				t.Fatalf("column %s: %v", rt, err)
+			}
+			if len(exp.Runtimes[rt]) == 0 {
+				t.Errorf("column %s: the expectation has no rows for it", rt)
+			}
+		}
+		want[rt] = map[string]string{}
+		for _, en := range e.Entries {
+			want[rt][en.ID+" "+string(en.Tier)] = fmt.Sprintf("%s (`%s`)", en.Result, en.Layer)
+		}
+	}
+	seen := 0
+	for _, line := range lines[2:] {
+		c := cells(line)
+		if len(c) != len(head) {
+			t.Errorf("row %q: %d cells, want %d", line, len(c), len(head))
+			continue
+		}
+		key := strings.Trim(c[0], "`") + " " + c[1]
+		for i, rt := range head[2:] {
+			got := strings.TrimPrefix(c[i+2], "**differs**: ")
+			if w, ok := want[rt][key]; !ok || got != w {
+				t.Errorf("%s on %s: the README says %q, the expectation %q", key, rt, got, w)
+			}
+		}
+		seen++
+	}
+	if n := len(exp.Entries); seen != n {
+		t.Errorf("the table has %d rows, the expectation %d entries", seen, n)
 	}
 }
