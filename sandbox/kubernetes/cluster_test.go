@@ -544,11 +544,11 @@ func TestWarmPods(t *testing.T) {
 		Trees:  []sandbox.Tree{{Dir: "/in"}},
 		Limits: sandbox.Limits{Wall: 30 * time.Second}}
 	for name, s := range map[string]sandbox.Spec{
-		"no command":  func() sandbox.Spec { s := shape; s.Cmd = nil; return s }(),
-		"stdin":       func() sandbox.Spec { s := shape; s.Stdin = strings.NewReader("x"); return s }(),
-		"no trees":    func() sandbox.Spec { s := shape; s.Trees = nil; return s }(),
-		"not a spec":  func() sandbox.Spec { s := shape; s.Run = ""; return s }(),
-		"zero wanted": shape,
+		"no command, another image than the loader's": func() sandbox.Spec { s := shape; s.Cmd = nil; s.Image = imgs[0]; return s }(),
+		"a collected path":                            func() sandbox.Spec { s := shape; s.Collect = []string{"/out"}; return s }(),
+		"no trees":                                    func() sandbox.Spec { s := shape; s.Trees = nil; return s }(),
+		"not a spec":                                  func() sandbox.Spec { s := shape; s.Run = ""; return s }(),
+		"zero wanted":                                 shape,
 	} {
 		n := 1
 		if name == "zero wanted" {
@@ -937,4 +937,78 @@ func TestGradeFaults(t *testing.T) {
 			kubernetes.Retarget(b, "strictgrade-no-such-node", 5*time.Second)
 		}, time.Now)
 	})
+}
+
+// TestLaunchedPods: a command task's cases, whose argv and input differ,
+// are served by pods started ahead of time for their shape, through the
+// launcher: each case gets its own command line and input, the exit status
+// and streams are its command's, the signals it starts with are those of a
+// pod that runs the command directly, and a command that cannot run is a
+// result (status 124), never an error.
+func TestLaunchedPods(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	b := newBackend(t, cfg)
+	defer b.Close()
+	cli := client(t, cfg)
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	script := "#!/bin/sh\nprintf '%s|' \"$@\"\ncat\nexit \"$1\"\n"
+	artifacts := []sandbox.Tree{{Dir: "/artifacts", Archive: kubernetes.TarOf("run", script)}}
+	// The archive's files lose their execute bit: the script runs through sh.
+	shape := sandbox.Spec{Run: run, Phase: "candidate", Image: imgs[1], WorkDir: "/artifacts",
+		Env: []string{"PATH=/usr/bin:/bin"}, Trees: artifacts, Limits: sandbox.Limits{Wall: 30 * time.Second}}
+	if !b.Warm(t.Context(), shape, 2) {
+		t.Fatal("a command task's shape was not warmed")
+	}
+	waitPool(t, cli, b.Namespace(), b, 2)
+	pooled := "sg-" + kubernetes.PoolRun(b) + "-"
+	for i, c := range []struct {
+		argv  []string
+		stdin string
+		want  string
+		code  int
+		pool  bool
+	}{
+		{[]string{"3", "a b", `"q"`}, "first input", `3|a b|"q"|first input`, 3, true},
+		{[]string{"0"}, "", "0|", 0, true},
+		{[]string{"5", "x"}, "third", "5|x|third", 5, false},
+	} {
+		spec := shape
+		spec.Cmd = append([]string{"sh", "/artifacts/run"}, c.argv...)
+		spec.Stdin = strings.NewReader(c.stdin)
+		res, err := b.Run(t.Context(), spec)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if string(res.Stdout) != c.want || res.Code != c.code || res.Exit != sandbox.ExitExited {
+			t.Errorf("case %d: stdout %q code %d %s (stderr %q); want %q %d", i, res.Stdout, res.Code, res.Exit, res.Stderr, c.want, c.code)
+		}
+		if got := strings.HasPrefix(res.ID, pooled); got != c.pool {
+			t.Errorf("case %d in pod %s: pooled %v, want %v", i, res.ID, got, c.pool)
+		}
+	}
+	// Launched or started directly, the workload starts with the same
+	// signals ignored (none): the launcher's interpreter ignores two.
+	sigs := func(s sandbox.Spec) string {
+		res, err := b.Run(t.Context(), s)
+		if err != nil || res.Code != 0 {
+			t.Fatalf("%v %+v", err, res)
+		}
+		return string(res.Stdout)
+	}
+	launched := shape
+	launched.Cmd = []string{"sh", "-c", "grep SigIgn /proc/self/status"}
+	launched.Stdin = strings.NewReader("")
+	direct := launched
+	direct.Stdin = nil // no input: the spec keeps its own command
+	if l, d := sigs(launched), sigs(direct); l != d || l == "" {
+		t.Errorf("ignored signals launched %q, direct %q", l, d)
+	}
+	missing := shape
+	missing.Cmd = []string{"/artifacts/no-such-command"}
+	missing.Stdin = strings.NewReader("")
+	res, err := b.Run(t.Context(), missing)
+	if err != nil || res.Code != 124 || !strings.HasPrefix(string(res.Stderr), "launch: ") {
+		t.Errorf("a command that cannot run: %v %+v; want status 124 and a launch line", err, res)
+	}
 }

@@ -15,6 +15,15 @@
 // container's two log streams, which hold every byte from the first one, so
 // nothing written before an attach could be lost.
 //
+// A pod's command is fixed when it is made, so pods started ahead of time
+// (Warm) serve specs that carry their command. A spec of the loader image
+// whose command differs from run to run (a command task's cases, each with
+// its argv and input) runs the launcher instead: the loader image's python3
+// with an embedded script that reads the command line from one more tree,
+// laid out with the others when the run begins, and executes it in its own
+// place, the ignored signals of the interpreter put back first. Its pods
+// can then be started before their command exists, as Docker's can.
+//
 // Volumes live on the controller's side: each is a directory under
 // Config.VolumeDir holding the canonical archives the firewall produced for
 // it, in order, and a small record of its run, phase and owner. Leftovers

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -311,17 +312,6 @@ func TestRuntime(t *testing.T) {
 	if _, err := (&Backend{}).Start(t.Context(), so); !errors.Is(err, sandbox.ErrSpec) {
 		t.Errorf("a session with a stream-out directory: %v, want ErrSpec", err)
 	}
-}
-
-func tarOf(kv ...string) []byte {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for i := 0; i+1 < len(kv); i += 2 {
-		_ = tw.WriteHeader(&tar.Header{Name: kv[i], Mode: 0o644, Size: int64(len(kv[i+1])), Typeflag: tar.TypeReg, Format: tar.FormatPAX})
-		_, _ = tw.Write([]byte(kv[i+1]))
-	}
-	_ = tw.Close()
-	return buf.Bytes()
 }
 
 func TestVolumesLeftoversAndGC(t *testing.T) {
@@ -636,6 +626,132 @@ func TestVolumeLostAndReplaced(t *testing.T) {
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), "incoming-") {
 			t.Errorf("a staging file stayed: %s", e.Name())
+		}
+	}
+}
+
+// TestLaunchForm: which specs run through the launcher, what the form
+// holds, and that a case and the shape its phase warmed make the same pod.
+func TestLaunchForm(t *testing.T) {
+	b, _ := newFake(t)
+	tree := []sandbox.Tree{{Dir: "/artifacts", Archive: tarOf("run", "#!/bin/sh\n")}}
+	shape := sandbox.Spec{Run: "r", Phase: "candidate", Image: "l", Env: []string{"PATH=/usr/bin:/bin"}, WorkDir: "/artifacts",
+		Trees: tree, Limits: sandbox.Limits{Wall: time.Minute}}
+	kase := shape
+	kase.Cmd = []string{"/artifacts/run", "a b", `"quoted"`, "ünï"}
+	kase.Stdin = strings.NewReader("input")
+
+	for name, c := range map[string]struct {
+		spec  sandbox.Spec
+		shape bool
+		want  bool
+	}{
+		"a case: command and input":        {kase, false, true},
+		"a shape without its command":      {shape, true, true},
+		"a spec without a command":         {shape, false, false},
+		"a case without input":             {func() sandbox.Spec { s := kase; s.Stdin = nil; return s }(), false, false},
+		"another image":                    {func() sandbox.Spec { s := kase; s.Image = "other"; return s }(), false, false},
+		"no trees":                         {func() sandbox.Spec { s := kase; s.Trees = nil; return s }(), false, false},
+		"a mount":                          {func() sandbox.Spec { s := kase; s.Mounts = []sandbox.Mount{{Volume: "v", Target: "/w"}}; return s }(), false, false},
+		"a collected path":                 {func() sandbox.Spec { s := kase; s.Collect = []string{"/out"}; return s }(), false, false},
+		"a stream-out directory":           {func() sandbox.Spec { s := kase; s.StreamOut = &sandbox.StreamOut{Dir: "/output"}; return s }(), false, false},
+		"a tree where the launcher's goes": {func() sandbox.Spec { s := kase; s.Trees = []sandbox.Tree{{Dir: launchDir}}; return s }(), false, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l, ok := b.launchForm(c.spec, c.shape)
+			if ok != c.want {
+				t.Fatalf("launched %v, want %v", ok, c.want)
+			}
+			if !ok {
+				if !slices.Equal(l.Cmd, c.spec.Cmd) || len(l.Trees) != len(c.spec.Trees) {
+					t.Errorf("a spec not launched was changed: %+v", l)
+				}
+				return
+			}
+			if l.Stdin == nil || len(l.Trees) != len(c.spec.Trees)+1 || l.Trees[len(l.Trees)-1].Dir != launchDir {
+				t.Errorf("form: stdin %v, trees %+v", l.Stdin != nil, l.Trees)
+			}
+			if want := []string{"python3", "-I", "-S", "-c", launchScript, launchDir + "/" + launchFile}; !slices.Equal(l.Cmd, want) {
+				t.Errorf("command %q", l.Cmd)
+			}
+		})
+	}
+
+	// The case's form fits the pod its shape warmed: same key.
+	lc, _ := b.launchForm(kase, false)
+	ls, _ := b.launchForm(shape, true)
+	_, _, _, caseKey, ok1 := b.warmable(lc)
+	_, _, _, shapeKey, ok2 := b.warmable(ls)
+	if !ok1 || !ok2 || caseKey != shapeKey {
+		t.Errorf("case key %s (%v), shape key %s (%v): want one warmable shape", caseKey, ok1, shapeKey, ok2)
+	}
+	// Another case of the same phase too; one with another wall clock not.
+	other := kase
+	other.Cmd = []string{"/artifacts/run", "x"}
+	other.Stdin = strings.NewReader("")
+	lo, _ := b.launchForm(other, false)
+	if _, _, _, k, _ := b.warmable(lo); k != caseKey {
+		t.Error("two cases of one phase have different shapes")
+	}
+	slow := kase
+	slow.Limits.Wall = 2 * time.Minute
+	lw, _ := b.launchForm(slow, false)
+	if _, _, _, k, _ := b.warmable(lw); k == caseKey {
+		t.Error("a case with another wall clock shares the shape")
+	}
+}
+
+// TestLaunchScript runs the launcher with the local python3, where there
+// is one: the command line it executes, in its own place (the exit status
+// and standard streams are the command's, the signals the interpreter
+// ignores are back to their defaults), and 124 with a line on standard
+// error when the command cannot run.
+func TestLaunchScript(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 here; the cluster tests run the launcher for real")
+	}
+	dir := t.TempDir()
+	launch := func(argv any, stdin string) (string, string, int) {
+		t.Helper()
+		js, err := json.Marshal(argv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, "argv.json")
+		if err := os.WriteFile(file, js, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(py, "-I", "-S", "-c", launchScript, file)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err = cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), code
+	}
+	out, _, code := launch([]string{"sh", "-c", `printf '%s|' "$@"; cat; exit 7`, "sh", "a b", `"q"`, "ü"}, "from stdin")
+	if out != `a b|"q"|ü|from stdin` || code != 7 {
+		t.Errorf("argv, input and status: %q %d", out, code)
+	}
+	out, _, _ = launch([]string{"sh", "-c", "grep SigIgn /proc/self/status"}, "")
+	direct, err := exec.Command("sh", "-c", "grep SigIgn /proc/self/status").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(direct) {
+		t.Errorf("ignored signals after the launcher %q, started directly %q", out, direct)
+	}
+	for _, bad := range []any{[]string{filepath.Join(dir, "missing")}, []string{}, "not a list", []any{"x", 1}} {
+		_, stderr, code := launch(bad, "")
+		if code != 124 || !strings.HasPrefix(stderr, "launch: ") {
+			t.Errorf("%v: status %d, stderr %q; want 124 and a launch line", bad, code, stderr)
 		}
 	}
 }

@@ -89,6 +89,11 @@ func (b *Backend) Prepare(ctx context.Context, spec sandbox.Spec) (sandbox.Prepa
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	// A command that differs from run to run goes through the launcher,
+	// so that a pod made before it was known can serve it.
+	if l, ok := b.launchForm(spec, false); ok {
+		spec = l
+	}
 	// Trees become controller-side read-only volumes, laid out by the
 	// pod's init container like every other volume; a pod of the spec's
 	// shape started ahead of time (Warm) is used when there is one.

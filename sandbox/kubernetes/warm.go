@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,11 +25,12 @@ const maxWarmPerShape = 8
 // warmPool holds pods started before their work exists (sandbox.Warmer).
 // A pod's command, environment, limits, volumes and whether its workload
 // reads standard input are fixed when it is created, so a shape here is
-// all of a spec but its run, its trees' content and the wall clock's
-// start: a spec without a command, or with standard input or volume
-// mounts of its own, is not warmed. Every pod leaves the pool once, to be
-// used or discarded; one that waited longer than Config.PoolMaxIdle, or
-// whose loader's stream ended, is discarded, never used.
+// all of a spec but its run, its trees' content, its input's content and
+// the wall clock's start: a spec without a command (unless the launcher
+// can take it: launchForm), or with volume mounts of its own, is not
+// warmed. Every pod leaves the pool once, to be used or discarded; one
+// that waited longer than Config.PoolMaxIdle, or whose loader's stream
+// ended, is discarded, never used.
 type warmPool struct {
 	b      *Backend
 	run    string // the run label of every pooled pod
@@ -71,12 +73,16 @@ func newWarmPool(b *Backend) *warmPool {
 // its trees' volumes gets, and the shape's key; ok is false when spec
 // cannot be started ahead of time on this backend.
 func (b *Backend) warmable(spec sandbox.Spec) (shape sandbox.Spec, lim sandbox.Limits, sizes []int64, key string, ok bool) {
-	if len(spec.Cmd) == 0 || len(spec.Trees) == 0 || len(spec.Mounts) > 0 || spec.Stdin != nil || len(spec.Collect) > 0 {
+	if len(spec.Cmd) == 0 || len(spec.Trees) == 0 || len(spec.Mounts) > 0 || len(spec.Collect) > 0 {
 		return sandbox.Spec{}, sandbox.Limits{}, nil, "", false
 	}
 	shape = spec
 	shape.Run = b.pool.run
 	shape.Trees = nil
+	if spec.Stdin != nil {
+		// Only that it reads input shapes the pod; the input comes at Run.
+		shape.Stdin = strings.NewReader("")
+	}
 	shape.Mounts = make([]sandbox.Mount, len(spec.Trees))
 	for i, t := range spec.Trees {
 		// A placeholder volume: the pod's emptyDirs are filled from the
@@ -118,6 +124,9 @@ func (b *Backend) warmable(spec sandbox.Spec) (shape sandbox.Spec, lim sandbox.L
 func (b *Backend) Warm(ctx context.Context, spec sandbox.Spec, n int) bool {
 	if n <= 0 || spec.Validate() != nil {
 		return false
+	}
+	if l, ok := b.launchForm(spec, true); ok {
+		spec = l
 	}
 	shape, lim, sizes, key, ok := b.warmable(spec)
 	if !ok {
