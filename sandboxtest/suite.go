@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/tarball"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
 
@@ -197,16 +198,7 @@ func (s *suite) removeVolume(t *testing.T, name string) {
 }
 
 // files is a small archive of regular files, in order.
-func files(kv ...string) []byte {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for i := 0; i+1 < len(kv); i += 2 {
-		_ = tw.WriteHeader(&tar.Header{Name: kv[i], Mode: 0o644, Size: int64(len(kv[i+1])), Typeflag: tar.TypeReg, Format: tar.FormatPAX})
-		_, _ = tw.Write([]byte(kv[i+1]))
-	}
-	_ = tw.Close()
-	return buf.Bytes()
-}
+func files(kv ...string) []byte { return tarball.Files(kv...) }
 
 // contents reads the regular files of a canonical archive by name.
 func contents(t *testing.T, archive []byte) map[string]string {

@@ -149,13 +149,22 @@ func newRun(t *testing.T) string {
 // waitRunning returns the name of run's pod once its workload runs.
 func waitRunning(t *testing.T, cli k8s.Interface, ns, run string) string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	return waitWorkload(t, cli, ns, sandbox.LabelRun+"="+run)
+}
+
+// waitWorkload returns the name of a pod the label selector picks whose
+// workload (not its loader) runs and that is not being deleted. A grade's
+// candidate may be a pod started ahead of time, labelled with the pool's
+// run rather than the grade's: its phase picks it.
+func waitWorkload(t *testing.T, cli k8s.Interface, ns, selector string) string {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
-		l, err := cli.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: sandbox.LabelRun + "=" + run})
+		l, err := cli.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
 		if err == nil {
 			for _, p := range l.Items {
 				for _, cs := range p.Status.ContainerStatuses {
-					if cs.State.Running != nil {
+					if cs.State.Running != nil && p.DeletionTimestamp == nil {
 						return p.Name
 					}
 				}
@@ -163,7 +172,7 @@ func waitRunning(t *testing.T, cli k8s.Interface, ns, run string) string {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatal("the workload never ran")
+	t.Fatalf("no workload of %s ran", selector)
 	return ""
 }
 
@@ -261,30 +270,38 @@ func (p *proxy) stop() {
 	p.conns = nil
 }
 
-// TestAPIServerUnreachable: the API server goes away mid-run (a proxy in
-// front of it stops); the run is an error within LostTimeout and a bound,
-// and once the server is back the pod is removed.
-func TestAPIServerUnreachable(t *testing.T) {
-	cfg, imgs := clusterConfig(t)
+// throughProxy starts a proxy in front of cfg's API server (stopped when
+// the test ends) and returns it with the path of a kubeconfig that goes
+// through it, so that a test can take the server away and bring it back.
+func throughProxy(t *testing.T, cfg kubernetes.Config) (*proxy, string) {
+	t.Helper()
 	raw, err := clientcmd.LoadFromFile(cfg.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctxName := raw.CurrentContext
-	cluster := raw.Clusters[raw.Contexts[ctxName].Cluster]
+	cluster := raw.Clusters[raw.Contexts[raw.CurrentContext].Cluster]
 	host := strings.TrimPrefix(cluster.Server, "https://")
 	p := &proxy{addr: "127.0.0.1:0", target: host}
 	p.start(t)
-	defer p.stop()
+	t.Cleanup(p.stop)
 	cluster.Server = "https://" + p.addr
 	if cluster.TLSServerName == "" {
 		h, _, _ := net.SplitHostPort(host)
 		cluster.TLSServerName = h
 	}
-	proxied := t.TempDir() + "/kubeconfig"
-	if err := clientcmd.WriteToFile(*raw, proxied); err != nil {
+	path := t.TempDir() + "/kubeconfig"
+	if err := clientcmd.WriteToFile(*raw, path); err != nil {
 		t.Fatal(err)
 	}
+	return p, path
+}
+
+// TestAPIServerUnreachable: the API server goes away mid-run (a proxy in
+// front of it stops); the run is an error within LostTimeout and a bound,
+// and once the server is back the pod is removed.
+func TestAPIServerUnreachable(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	p, proxied := throughProxy(t, cfg)
 	direct := newBackend(t, cfg)
 	cfg.Kubeconfig = proxied
 	cfg.LostTimeout = 3 * time.Second
@@ -682,18 +699,7 @@ func TestAgentBoxOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	priv, _, err := attest.GenerateKey(attest.KeyECDSAP256, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := attest.LoadSigner(priv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	judge, err := images.Ref(ctx, images.Judge())
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, judge := signerAndJudge(t)
 	ctrl, err := controller.New(ctx, controller.Config{Backend: b, Signer: signer, RuntimeImage: imgs[1], JudgeImage: judge})
 	if err != nil {
 		t.Fatal(err)
@@ -756,6 +762,26 @@ func TestSessionPodDeleted(t *testing.T) {
 	}
 }
 
+// signerAndJudge is what a controller on the cluster needs besides its
+// backend: an ephemeral signing key, and the judge image's reference (the
+// cluster holds it under the same name as the Docker daemon).
+func signerAndJudge(t *testing.T) (*attest.Signer, string) {
+	t.Helper()
+	priv, _, err := attest.GenerateKey(attest.KeyECDSAP256, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := attest.LoadSigner(priv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge, err := images.Ref(t.Context(), images.Judge())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer, judge
+}
+
 // slowTask is examples/sum with a minute per case, and a submission whose
 // function never returns: a grade of it runs until its wall clock unless
 // something else ends it first.
@@ -783,29 +809,6 @@ func slowTask(t *testing.T) (*task.Task, []byte) {
 	return tk, kubernetes.TarOf("solution.py", "import time\n\ndef solve(numbers):\n    time.sleep(3600)\n")
 }
 
-// waitWorkload returns the name of a pod of the given phase whose workload
-// (not its loader) runs: a grade's candidate may be a pod started ahead of
-// time, labelled with the pool's run rather than the grade's.
-func waitWorkload(t *testing.T, cli k8s.Interface, ns, phase string) string {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		l, err := cli.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: sandbox.LabelPhase + "=" + phase})
-		if err == nil {
-			for _, p := range l.Items {
-				for _, cs := range p.Status.ContainerStatuses {
-					if cs.State.Running != nil && p.DeletionTimestamp == nil {
-						return p.Name
-					}
-				}
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("no %s workload ran", phase)
-	return ""
-}
-
 // TestGradeFaults puts the faults above into whole grades, as a harness
 // meets them: the candidate's pod deleted while it runs, the API server
 // gone while the candidate runs, and a cluster that never starts the
@@ -816,18 +819,7 @@ func waitWorkload(t *testing.T, cli k8s.Interface, ns, phase string) string {
 func TestGradeFaults(t *testing.T) {
 	cfg, imgs := clusterConfig(t)
 	tk, sub := slowTask(t)
-	judge, err := images.Ref(t.Context(), images.Judge())
-	if err != nil {
-		t.Fatal(err)
-	}
-	priv, _, err := attest.GenerateKey(attest.KeyECDSAP256, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := attest.LoadSigner(priv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, judge := signerAndJudge(t)
 	direct := newBackend(t, cfg)
 	defer direct.Close()
 	cli := client(t, cfg)
@@ -888,7 +880,7 @@ func TestGradeFaults(t *testing.T) {
 	t.Run("candidate pod deleted", func(t *testing.T) {
 		b := newBackend(t, cfg)
 		grade(t, b, 60*time.Second, func() {}, func() time.Time {
-			name := waitWorkload(t, cli, b.Namespace(), "candidate")
+			name := waitWorkload(t, cli, b.Namespace(), sandbox.LabelPhase+"=candidate")
 			start := time.Now()
 			if err := cli.CoreV1().Pods(b.Namespace()).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
@@ -898,30 +890,14 @@ func TestGradeFaults(t *testing.T) {
 	})
 
 	t.Run("API server unreachable", func(t *testing.T) {
-		raw, err := clientcmd.LoadFromFile(cfg.Kubeconfig)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cluster := raw.Clusters[raw.Contexts[raw.CurrentContext].Cluster]
-		host := strings.TrimPrefix(cluster.Server, "https://")
-		p := &proxy{addr: "127.0.0.1:0", target: host}
-		p.start(t)
-		defer p.stop()
-		cluster.Server = "https://" + p.addr
-		if cluster.TLSServerName == "" {
-			h, _, _ := net.SplitHostPort(host)
-			cluster.TLSServerName = h
-		}
+		p, proxied := throughProxy(t, cfg)
 		pcfg := cfg
-		pcfg.Kubeconfig = t.TempDir() + "/kubeconfig"
-		if err := clientcmd.WriteToFile(*raw, pcfg.Kubeconfig); err != nil {
-			t.Fatal(err)
-		}
+		pcfg.Kubeconfig = proxied
 		pcfg.LostTimeout = 3 * time.Second
 		pcfg.CleanupTimeout = 30 * time.Second
 		b := newBackend(t, pcfg)
 		grade(t, b, pcfg.LostTimeout+pcfg.CleanupTimeout+30*time.Second, func() {}, func() time.Time {
-			waitWorkload(t, cli, b.Namespace(), "candidate")
+			waitWorkload(t, cli, b.Namespace(), sandbox.LabelPhase+"=candidate")
 			start := time.Now()
 			p.stop()
 			// Back once the grade has given up on it, within its cleanup

@@ -1,14 +1,13 @@
 package kubernetes
 
 import (
-	"archive/tar"
-	"bytes"
 	_ "embed"
 	"encoding/json"
 	"slices"
 	"strings"
 
 	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/tarball"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
 
@@ -72,13 +71,4 @@ func (b *Backend) launchForm(spec sandbox.Spec, shape bool) (sandbox.Spec, bool)
 }
 
 // tarOf is an archive of regular files, given as name, body pairs.
-func tarOf(kv ...string) []byte {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for i := 0; i+1 < len(kv); i += 2 {
-		_ = tw.WriteHeader(&tar.Header{Name: kv[i], Mode: 0o644, Size: int64(len(kv[i+1])), Typeflag: tar.TypeReg, Format: tar.FormatPAX})
-		_, _ = tw.Write([]byte(kv[i+1]))
-	}
-	_ = tw.Close()
-	return buf.Bytes()
-}
+func tarOf(kv ...string) []byte { return tarball.Files(kv...) }
