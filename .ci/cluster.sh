@@ -14,6 +14,9 @@
 #                           network namespaces and cgroups; safe to repeat
 #   .ci/cluster.sh env      print the shell exports a client needs
 #   .ci/cluster.sh status   show which of the cluster's processes run
+#   .ci/cluster.sh node-stop   kill the kubelet (SIGKILL), as a node that dies:
+#                              its containers run on, and nothing reports them
+#   .ci/cluster.sh node-start  start the kubelet again (fault tests)
 #
 # Every daemon is a separate instance with its own socket, port, root and
 # cgroup parent: the machine's Docker daemon and its containerd are never
@@ -467,6 +470,29 @@ base_specs() {
   jq --argjson n "$GVISOR_NPROC" '.process.rlimits = [{type: "RLIMIT_NPROC", hard: $n, soft: $n}]' <<<"$spec" >"$STATE/base-runsc.json"
 }
 
+start_kubelet() {
+  start kubelet "$BIN/kubelet" --config="$STATE/kubelet.yaml" --kubeconfig="$STATE/kubelet.kubeconfig" \
+    --root-dir="$STATE/kubelet" --hostname-override="$NODE"
+}
+
+# node_stop: the node dies as far as the cluster can tell: its kubelet is
+# killed at once, with no chance to report anything.
+node_stop() {
+  local pid; pid=$(pid_of kubelet)
+  [ -n "$pid" ] || die "no kubelet runs under $STATE"
+  kill -KILL "$pid"
+  rm -f "$STATE/pids/kubelet"
+  log "killed the kubelet ($pid)"
+}
+
+node_start() {
+  [ -f "$STATE/kubelet.yaml" ] || die "no cluster under $STATE (run '$0 up')"
+  [ -z "$(pid_of kubelet)" ] || die "the kubelet runs already"
+  start_kubelet
+  wait_for kubelet "node $NODE to be Ready" node_ready
+  log "kubelet back, node $NODE Ready"
+}
+
 up() {
   local t0=$SECONDS
   preflight
@@ -527,8 +553,7 @@ up() {
   start scheduler "$BIN/kube-scheduler" --config="$STATE/scheduler.yaml" --secure-port=0 --profiling=false
 
   log "kubelet (node $NODE, 127.0.0.1:$KUBELET_PORT)"
-  start kubelet "$BIN/kubelet" --config="$STATE/kubelet.yaml" --kubeconfig="$STATE/kubelet.kubeconfig" \
-    --root-dir="$STATE/kubelet" --hostname-override="$NODE"
+  start_kubelet
   wait_for kubelet "node $NODE to be Ready" node_ready
 
   api POST /api/v1/namespaces "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$NAMESPACE\"}}" >/dev/null ||
@@ -723,5 +748,7 @@ case "${1:-}" in
   down) down ;;
   env) env_cmd ;;
   status) status ;;
+  node-stop) node_stop ;;
+  node-start) node_start ;;
   *) usage ;;
 esac

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -782,10 +783,10 @@ func signerAndJudge(t *testing.T) (*attest.Signer, string) {
 	return signer, judge
 }
 
-// slowTask is examples/sum with a minute per case, and a submission whose
-// function never returns: a grade of it runs until its wall clock unless
-// something else ends it first.
-func slowTask(t *testing.T) (*task.Task, []byte) {
+// slowTask is examples/sum with caseSeconds per case, and a submission
+// whose function never returns: a grade of it runs until its wall clock
+// unless something else ends it first.
+func slowTask(t *testing.T, caseSeconds int) (*task.Task, []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS("../../examples/sum/task")); err != nil {
@@ -795,7 +796,7 @@ func slowTask(t *testing.T) (*task.Task, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec = bytes.Replace(spec, []byte(`"case_seconds": 5`), []byte(`"case_seconds": 60`), 1)
+	spec = bytes.Replace(spec, []byte(`"case_seconds": 5`), []byte(fmt.Sprintf(`"case_seconds": %d`, caseSeconds)), 1)
 	if err := os.WriteFile(dir+"/task.json", spec, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -803,7 +804,7 @@ func slowTask(t *testing.T) (*task.Task, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk.Spec.Limits.CaseSeconds != 60 {
+	if tk.Spec.Limits.CaseSeconds != float64(caseSeconds) {
 		t.Fatalf("the slow task's case limit is %v s", tk.Spec.Limits.CaseSeconds)
 	}
 	return tk, kubernetes.TarOf("solution.py", "import time\n\ndef solve(numbers):\n    time.sleep(3600)\n")
@@ -818,7 +819,7 @@ func slowTask(t *testing.T) (*task.Task, []byte) {
 // beside the controller.
 func TestGradeFaults(t *testing.T) {
 	cfg, imgs := clusterConfig(t)
-	tk, sub := slowTask(t)
+	tk, sub := slowTask(t, 60)
 	signer, judge := signerAndJudge(t)
 	direct := newBackend(t, cfg)
 	defer direct.Close()
@@ -828,7 +829,7 @@ func TestGradeFaults(t *testing.T) {
 	// what came of it. before runs once the controller is made (it
 	// resolves its images with pods of its own), before the grade starts;
 	// fault once the grade has started, returning when the fault struck.
-	grade := func(t *testing.T, b *kubernetes.Backend, bound time.Duration, before func(), fault func() time.Time) {
+	grade := func(t *testing.T, b *kubernetes.Backend, tk *task.Task, bound time.Duration, before func(), fault func() time.Time) {
 		t.Helper()
 		var mu sync.Mutex
 		runs := map[string]bool{}
@@ -879,7 +880,7 @@ func TestGradeFaults(t *testing.T) {
 
 	t.Run("candidate pod deleted", func(t *testing.T) {
 		b := newBackend(t, cfg)
-		grade(t, b, 60*time.Second, func() {}, func() time.Time {
+		grade(t, b, tk, 60*time.Second, func() {}, func() time.Time {
 			name := waitWorkload(t, cli, b.Namespace(), sandbox.LabelPhase+"=candidate")
 			start := time.Now()
 			if err := cli.CoreV1().Pods(b.Namespace()).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
@@ -896,7 +897,7 @@ func TestGradeFaults(t *testing.T) {
 		pcfg.LostTimeout = 3 * time.Second
 		pcfg.CleanupTimeout = 30 * time.Second
 		b := newBackend(t, pcfg)
-		grade(t, b, pcfg.LostTimeout+pcfg.CleanupTimeout+30*time.Second, func() {}, func() time.Time {
+		grade(t, b, tk, pcfg.LostTimeout+pcfg.CleanupTimeout+30*time.Second, func() {}, func() time.Time {
 			waitWorkload(t, cli, b.Namespace(), sandbox.LabelPhase+"=candidate")
 			start := time.Now()
 			p.stop()
@@ -907,9 +908,45 @@ func TestGradeFaults(t *testing.T) {
 		})
 	})
 
+	// The node dies while the candidate runs: its kubelet is killed, so
+	// nothing reports on the pod again and its output cannot be read.
+	// The API server still answers, so only the grade's own clock can end
+	// the wait: the ERROR comes after the wall clock (the shorter task's
+	// 40 s) and a failed read of the output, never a verdict on the
+	// workload. The kubelet comes back afterwards and removes the
+	// containers of the pods the grade deleted. Every other pod on the
+	// node meets the same, so the case runs only when asked to
+	// (STRICTGRADE_K8S_STOP_NODE=1, on the project's test cluster): CI
+	// runs it alone, after everything else on the cluster.
+	t.Run("node dies", func(t *testing.T) {
+		if os.Getenv("STRICTGRADE_K8S_STOP_NODE") != "1" || os.Getenv("STRICTGRADE_CLUSTER_DIR") == "" {
+			t.Skip("stops the node under every other pod: needs STRICTGRADE_K8S_STOP_NODE=1 and the project's test cluster (.ci/cluster.sh env)")
+		}
+		node := func(verb string) {
+			if out, err := exec.Command("bash", "../../.ci/cluster.sh", verb).CombinedOutput(); err != nil {
+				t.Fatalf("cluster.sh %s: %v\n%s", verb, err, out)
+			}
+		}
+		short, _ := slowTask(t, 5)
+		b := newBackend(t, cfg)
+		stopped := false
+		defer func() {
+			if stopped {
+				node("node-start")
+			}
+		}()
+		grade(t, b, short, 40*time.Second+60*time.Second, func() {}, func() time.Time {
+			waitWorkload(t, cli, b.Namespace(), sandbox.LabelPhase+"=candidate")
+			start := time.Now()
+			node("node-stop")
+			stopped = true
+			return start
+		})
+	})
+
 	t.Run("pods never start", func(t *testing.T) {
 		b := newBackend(t, cfg)
-		grade(t, b, 5*time.Second+60*time.Second, func() {
+		grade(t, b, tk, 5*time.Second+60*time.Second, func() {
 			kubernetes.Retarget(b, "strictgrade-no-such-node", 5*time.Second)
 		}, time.Now)
 	})
