@@ -446,6 +446,43 @@ func TestWorkloadRefusesItsInput(t *testing.T) {
 	}
 }
 
+// TestWallClockOnReport: the end of a workload is seen through the
+// kubelet's reports, so the kill waits ReportSlack past the limit; a
+// workload that overran and ended by itself inside that slack is a
+// timeout all the same, by its runtime's times, and one that ends at once
+// under a tight limit never is.
+func TestWallClockOnReport(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	cfg.ReportSlack = 30 * time.Second
+	b := newBackend(t, cfg)
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	for _, c := range []struct {
+		name   string
+		script string
+		exit   sandbox.ExitKind
+	}{
+		{"ends at once", "echo PASSED", sandbox.ExitExited},
+		{"overruns, then ends by itself", "sleep 5; echo late", sandbox.ExitTimeout},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			res, err := b.Run(t.Context(), sandbox.Spec{Run: run, Phase: "test", Image: imgs[1],
+				Cmd: []string{"sh", "-c", c.script}, Env: []string{"PATH=/usr/bin:/bin"},
+				Limits: sandbox.Limits{Wall: time.Second}})
+			took := time.Since(start)
+			if err != nil || res.Exit != c.exit {
+				t.Fatalf("%v %+v, want %s", err, res, c.exit)
+			}
+			// Seen when it ended, not at the slack's end.
+			if took > 20*time.Second {
+				t.Errorf("the result came after %v: the backend waited for the slack, not for the end", took)
+			}
+			t.Logf("%s after %v", res.Exit, took)
+		})
+	}
+}
+
 // TestWritableMountKept covers what a writable mount's volume holds on
 // this backend, whose volumes live beside the controller: the tree the
 // workload left, read back through the keeper and the firewall under the

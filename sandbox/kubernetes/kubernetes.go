@@ -49,6 +49,16 @@ type Config struct {
 	// start a container; zero means 60s. A pod that never starts is an
 	// error after it.
 	StartTimeout time.Duration
+	// ReportSlack is how long past a run's wall limit the backend still
+	// waits to see the workload end before it deletes the pod as a
+	// timeout; zero means 5s. The kubelet notices a container's exit at
+	// its next relist (every second by default) and reports it through
+	// the API server, later still on a busy node, so an end seen after
+	// the limit may have come well before it. The runtime's own start and
+	// finish times (the API keeps them to the second) decide instead: a
+	// workload whose finish is more than the limit plus one second after
+	// its start overran, and is a timeout though it ended by itself.
+	ReportSlack time.Duration
 	// LostTimeout bounds how long the API server may be unreachable while
 	// a run waits on it; zero means 20s.
 	LostTimeout time.Duration
@@ -153,6 +163,9 @@ func newBackend(ctx context.Context, cfg Config, rc *rest.Config, cli kubernetes
 	}
 	if cfg.LostTimeout <= 0 {
 		cfg.LostTimeout = 20 * time.Second
+	}
+	if cfg.ReportSlack <= 0 {
+		cfg.ReportSlack = 5 * time.Second
 	}
 	if cfg.CleanupTimeout <= 0 {
 		cfg.CleanupTimeout = 30 * time.Second

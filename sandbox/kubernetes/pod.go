@@ -174,7 +174,7 @@ func buildPod(p podParams) *corev1.Pod {
 	if k := keeper(spec, p.cfg, p.session); k != nil {
 		containers = append(containers, *k)
 	}
-	deadline := int64(lim.Wall.Seconds()) + int64(p.cfg.StartTimeout.Seconds()) + deadlineSlack
+	deadline := int64(lim.Wall.Seconds()) + int64(p.cfg.StartTimeout.Seconds()) + int64(p.cfg.ReportSlack.Seconds()) + deadlineSlack
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.name, Namespace: p.namespace,

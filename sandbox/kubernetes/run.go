@@ -346,11 +346,16 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 			return false, podFailed(pod, workContainer)
 		})
 	}()
-	timer := time.NewTimer(lim.Wall)
+	// The kill waits ReportSlack past the limit for an end the kubelet
+	// reports late; the runtime's times then tell whether it overran.
+	timer := time.NewTimer(lim.Wall + b.cfg.ReportSlack)
 	defer timer.Stop()
 	var killedFor sandbox.ExitKind
 	select {
 	case <-done:
+		if waitErr == nil && overran(final, lim.Wall) {
+			killedFor = sandbox.ExitTimeout
+		}
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-timer.C:
@@ -368,7 +373,9 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	stdout := &capbuf.Buffer{Max: outCap}
 	stderr := &capbuf.Buffer{Max: lim.StderrBytes}
 	if killedFor != "" {
-		// What was written up to the kill: read before the pod, and
+		// What was written up to the kill (or, for a workload that
+		// overran and ended by itself, up to its end): read before the
+		// pod, and
 		// its logs, go. Nothing else is: the pod is the only way to
 		// stop the workload, and its emptyDirs go with it, so the
 		// writable mounts' volumes stay marked lost and nothing is
@@ -522,4 +529,21 @@ func (b *Backend) endsSoon(ctx context.Context, name string) bool {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// overran tells whether the work container of a pod that ended ran longer
+// than wall by the runtime's own start and finish times. The API keeps
+// them to the whole second, so their difference may exceed the true run
+// by up to a second: only a difference beyond wall plus that second is
+// certain to be an overrun.
+func overran(pod *corev1.Pod, wall time.Duration) bool {
+	cs := containerStatus(pod, workContainer)
+	if cs == nil || cs.State.Terminated == nil {
+		return false
+	}
+	t := cs.State.Terminated
+	if t.StartedAt.IsZero() || t.FinishedAt.IsZero() {
+		return false
+	}
+	return t.FinishedAt.Sub(t.StartedAt.Time) > wall+time.Second
 }

@@ -104,3 +104,36 @@ func TestWaitPodUnreachable(t *testing.T) {
 		t.Errorf("gave up after %v, want about LostTimeout", d)
 	}
 }
+
+// TestOverran: the runtime's start and finish times, to the second, make
+// a timeout only when they are certain to be more than the limit apart.
+func TestOverran(t *testing.T) {
+	at := time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC)
+	ended := func(ran time.Duration) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: workContainer,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				StartedAt: metav1.NewTime(at), FinishedAt: metav1.NewTime(at.Add(ran))}}}}}}
+	}
+	for _, c := range []struct {
+		name string
+		pod  *corev1.Pod
+		wall time.Duration
+		want bool
+	}{
+		{"well inside", ended(0), 2 * time.Second, false},
+		{"at the limit", ended(2 * time.Second), 2 * time.Second, false},
+		// 3 s apart in whole seconds may be 2.01 s of true run.
+		{"within the second of rounding", ended(3 * time.Second), 2 * time.Second, false},
+		{"beyond it", ended(4 * time.Second), 2 * time.Second, true},
+		{"a fractional limit", ended(3 * time.Second), 1500 * time.Millisecond, true},
+		{"no times", &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: workContainer,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}}}, time.Second, false},
+		{"still running", &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: workContainer,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}}}}}, time.Second, false},
+		{"no status", &corev1.Pod{}, time.Second, false},
+	} {
+		if got := overran(c.pod, c.wall); got != c.want {
+			t.Errorf("%s: overran %v, want %v", c.name, got, c.want)
+		}
+	}
+}
