@@ -16,7 +16,10 @@
 #
 # The machine's own Docker daemon is never restarted or reconfigured: this
 # daemon has its own socket, exec root, data root, containerd, cgroup parent
-# and no bridge. Runs as root.
+# and a bridge of its own (BRIDGE, made by `up`, deleted by `down`), never
+# "none": a dockerd started with no bridge deletes the interface docker0 it
+# finds, which leaves the machine's daemon unable to give a build step a
+# network. Runs as root.
 set -euo pipefail
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
 
@@ -26,6 +29,10 @@ CACHE=${STRICTGRADE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/strictgrade}
 BIN=$CACHE/gvisor-$GVISOR_VERSION/runsc
 DIR=${STRICTGRADE_GVISOR_DIR:-/tmp/strictgrade-gvisor}
 SOCK=$DIR/docker.sock
+# The second daemon's own bridge: its containers never use it (every
+# sandbox runs with network none), but a daemon needs one (see above).
+BRIDGE=${STRICTGRADE_GVISOR_BRIDGE:-sggvisor0}
+BRIDGE_ADDR=${STRICTGRADE_GVISOR_BRIDGE_ADDR:-10.213.113.1/24}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 say() { printf '== gvisor: %s\n' "$*" >&2; }
@@ -91,6 +98,11 @@ up() {
     say "already up at unix://$SOCK"
   else
     mkdir -p "$DIR/data" "$DIR/exec"
+    if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+      ip link add "$BRIDGE" type bridge
+      ip addr add "$BRIDGE_ADDR" dev "$BRIDGE"
+      ip link set "$BRIDGE" up
+    fi
     # systrap needs no hardware virtualisation; the sandboxes have no
     # network, as every strictgrade sandbox.
     cat >"$DIR/daemon.json" <<EOF
@@ -99,7 +111,8 @@ up() {
   "data-root": "$DIR/data",
   "exec-root": "$DIR/exec",
   "pidfile": "$DIR/dockerd.pid",
-  "bridge": "none",
+  "bridge": "$BRIDGE",
+  "ip-forward": false,
   "iptables": false,
   "ip6tables": false,
   "ip-masq": false,
@@ -159,6 +172,7 @@ down() {
   for d in /sys/fs/cgroup/*/strictgrade-gvisor; do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
+  ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE" 2>/dev/null || true
   say "down"
 }
 
