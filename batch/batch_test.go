@@ -426,8 +426,16 @@ func TestSafeID(t *testing.T) {
 		}
 		seen[s] = id
 	}
-	if batch.SafeID("plain-id_1.2") != "plain-id_1.2" {
-		t.Errorf("a safe id is not kept as is")
+	// Every name ends in a digest of the whole id, so that no id is
+	// another's name (f7459a3 kept a safe id as it was).
+	for _, id := range []string{"plain-id_1.2", "a", "sum:agents/victim"} {
+		named := batch.SafeID(id)
+		if !strings.HasPrefix(named, strings.NewReplacer(":", "_", "/", "_").Replace(id)+"-") || len(named) != len(id)+33 {
+			t.Errorf("SafeID(%q) = %q: want the id's characters, '-' and 32 hex digits", id, named)
+		}
+		if again := batch.SafeID(named); again == named {
+			t.Errorf("SafeID(%q) = the id itself", named)
+		}
 	}
 }
 

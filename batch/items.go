@@ -199,14 +199,20 @@ func checkID(id string) error {
 	return nil
 }
 
-// SafeID is the item's directory name under OUT/items: the id itself when
-// it is made of A-Z, a-z, 0-9, '.', '_' and '-' (not starting with a dot)
-// and at most 100 bytes long; else its safe characters followed by a short
-// digest of the whole id, so that two ids never share a directory.
+// SafeID is the item's directory name under OUT/items: up to 64 of its
+// characters, each of A-Z, a-z, 0-9, '.', '_' and '-' kept (a leading dot
+// excepted) and any other made '_', for a reader's eye, then '-' and 32
+// hex digits (128 bits) of the sha256 of the whole id. The digest makes
+// it an injective function of the id (two ids share a directory only if
+// sha256 collides), also on a file system that folds letter case, and no
+// id can name another's directory: f7459a3 kept a safe id as it was,
+// which could equal another id's hashed name.
 func SafeID(id string) string {
 	var b strings.Builder
-	changed := false
 	for i, r := range id {
+		if b.Len() >= 64 {
+			break
+		}
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
 			b.WriteRune(r)
@@ -214,16 +220,8 @@ func SafeID(id string) string {
 			b.WriteRune(r)
 		default:
 			b.WriteByte('_')
-			changed = true
 		}
 	}
-	s := b.String()
-	if len(s) > 100 {
-		s, changed = s[:100], true
-	}
-	if !changed {
-		return s
-	}
 	sum := sha256.Sum256([]byte(id))
-	return s + "-" + hex.EncodeToString(sum[:6])
+	return b.String() + "-" + hex.EncodeToString(sum[:16])
 }

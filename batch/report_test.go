@@ -109,7 +109,7 @@ func TestReportEscapesHostileText(t *testing.T) {
 			t.Errorf("report.html does not show %q as text", want)
 		}
 	}
-	for _, want := range []string{"bad \uFFFD\uFFFD<b>utf8</b>", "1 of the items do not verify", "the record says " + hostile[7][:10]} {
+	for _, want := range []string{"bad \uFFFD\uFFFD<b>utf8</b>", "1 of the items do not verify", "the record says \"" + hostile[7][:10]} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report.html does not show %q", want)
 		}
@@ -218,7 +218,9 @@ func writeHostileRun(t *testing.T, out string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, out, map[string]string{batch.KeyFile: string(pem)})
+	run := batch.RunInfo{Schema: batch.RunSchema, ID: strings.Repeat("r", 43)}
+	runJSON, _ := json.Marshal(run)
+	writeFiles(t, out, map[string]string{batch.KeyFile: string(pem), batch.RunFile: string(runJSON)})
 
 	var lines [][]byte
 	add := func(r batch.Record) {
@@ -243,7 +245,7 @@ func writeHostileRun(t *testing.T, out string) {
 	v.Outcome, v.ReasonCode, v.Reason = schema.OutcomeFail, schema.ReasonWrongAnswer, hostile[0]+hostile[1]
 	v.Compat.Flipped, v.Compat.DroppedHunks = false, []schema.DroppedHunk{{Path: hostile[2], Rule: "denylist:conftest.py"}}
 	v.Submission.SHA256, v.Submission.Size = hex.EncodeToString(sum[:]), int64(len(sub))
-	v.Nonce = schema.NewNonce()
+	v.Nonce = batch.ItemNonce(run, hostile[3])
 	var cases []schema.Case
 	for i, h := range hostile[:7] { // the schema refuses bidirectional controls
 		c := schema.Case{ID: h, Outcome: schema.OutcomeFail, DecidedBy: schema.DecidedByJUnit, Suite: schema.SuiteHidden, Reason: hostile[len(hostile)-1-i]}
@@ -253,24 +255,28 @@ func writeHostileRun(t *testing.T, out string) {
 		cases = append(cases, c)
 	}
 	v.SetCases(cases)
-	signed, err := signer.Sign(t.Context(), &v, attest.SignOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// item signs v for item id and writes its directory.
+	item := func(id string) batch.Record {
+		v.Nonce = batch.ItemNonce(run, id)
+		signed, err := signer.Sign(t.Context(), &v, attest.SignOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := batch.ItemsDir + "/" + batch.SafeID(id)
+		writeFiles(t, out, map[string]string{
+			filepath.Join(dir, batch.BundleFile):     string(signed.Bundle),
+			filepath.Join(dir, batch.SubmissionFile): string(sub),
+		})
+		return batch.Record{Item: id, Task: v.Task.ID, Tier: schema.TierCompat, Outcome: schema.OutcomeFail, ReasonCode: v.ReasonCode,
+			TaskDigest: v.Task.Digest, SubmissionSHA256: v.Submission.SHA256, Nonce: v.Nonce,
+			Bundle: dir + "/" + batch.BundleFile, Submission: dir + "/" + batch.SubmissionFile, Verdict: dir + "/" + batch.VerdictFile,
+			Timings: schema.Timings{TotalMS: 1234}, Finished: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	}
-	dir := filepath.Join(batch.ItemsDir, "compat1")
-	writeFiles(t, out, map[string]string{
-		filepath.Join(dir, batch.BundleFile):     string(signed.Bundle),
-		filepath.Join(dir, batch.SubmissionFile): string(sub),
-	})
-	rec := batch.Record{Item: hostile[3], Task: hostile[4], Tier: schema.TierCompat, Outcome: schema.OutcomeFail, ReasonCode: hostile[5],
-		TaskDigest: v.Task.Digest, SubmissionSHA256: v.Submission.SHA256, Nonce: v.Nonce,
-		Bundle: dir + "/" + batch.BundleFile, Submission: dir + "/" + batch.SubmissionFile, Timings: schema.Timings{TotalMS: 1234},
-		Finished: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	add(rec)
-	// The same bundle under a record that lies about its outcome: it does
-	// not verify, and the error quotes the lie.
-	lie := rec
-	lie.Item, lie.Outcome = hostile[6], schema.Outcome(hostile[7])
+	add(item(hostile[3]))
+	// A record that lies about its signed outcome: it does not verify,
+	// and the error quotes the lie.
+	lie := item(hostile[6])
+	lie.Outcome = schema.Outcome(hostile[7])
 	add(lie)
 	// Grader errors without a verdict.
 	for i, h := range hostile {

@@ -195,11 +195,23 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if err := checkItems(opts.Items, opts.Tasks); err != nil {
 		return nil, err
 	}
+	// A run directory of the old layout is refused before anything is
+	// written to it.
+	run, err := ReadRunInfo(opts.Out)
+	fresh := errors.Is(err, os.ErrNotExist)
+	if err != nil && !fresh {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(opts.Out, ItemsDir), 0o755); err != nil {
 		return nil, err
 	}
 	if err := writeKey(opts.Out, opts.Signer); err != nil {
 		return nil, err
+	}
+	if fresh {
+		if run, err = newRun(opts.Out); err != nil {
+			return nil, err
+		}
 	}
 	prev := readResults(filepath.Join(opts.Out, ResultsFile))
 
@@ -207,7 +219,10 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	var kept []Record
 	var todo []Item
 	for _, it := range opts.Items {
-		if rec, ok := Resumable(opts.Out, pub, it, opts.Tasks[it.Task], prev[it.ID], opts.RetryErrors); ok {
+		if ctx.Err() != nil {
+			break
+		}
+		if rec, ok := Resumable(ctx, opts.Out, pub, it, opts.Tasks[it.Task], prev[it.ID], opts.RetryErrors); ok {
 			kept = append(kept, rec)
 		} else {
 			todo = append(todo, it)
@@ -232,7 +247,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	defer f.Close()
 
-	r := &runner{opts: opts, limit: limit, results: f, total: len(todo), resumed: len(kept), start: start}
+	r := &runner{opts: opts, run: run, limit: limit, results: f, total: len(todo), resumed: len(kept), start: start}
 	if opts.Progress != nil {
 		opts.Progress(Progress{Total: len(todo), Resumed: len(kept), Elapsed: time.Since(start)})
 	}
@@ -270,12 +285,19 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	return sum, runErr
 }
 
-// checkItems refuses, before anything is graded, an item naming an unknown
-// task, or of the other tier's form, or whose submission does not exist.
+// checkItems refuses, before anything is graded, two items with one
+// directory (one id), an item naming an unknown task, or of the other
+// tier's form, or whose submission does not exist.
 func checkItems(items []Item, tasks Tasks) error {
+	dirs := map[string]string{}
 	for _, it := range items {
 		t, ok := tasks[it.Task]
+		dir := SafeID(it.ID)
+		prev, dup := dirs[dir]
+		dirs[dir] = it.ID
 		switch {
+		case dup:
+			return &LineError{it.Line, fmt.Errorf("item id %q shares the directory %s with item %q", it.ID, dir, prev)}
 		case !ok:
 			return &LineError{it.Line, fmt.Errorf("no task with id %q among --tasks", it.Task)}
 		case it.Compat() && t.Tier() != schema.TierCompat:
@@ -344,66 +366,98 @@ func readResults(path string) map[string]Record {
 }
 
 // Resumable decides whether an item a previous run finished is kept. It
-// is when OUT/items/<SafeID>/ holds a bundle that verifies with pub
-// against the submission bytes beside it, the task's digest and tier (and
-// the nonce the previous record names) — and, for a compat item, the
-// submission bytes are its patch — unless the verdict is ERROR and
-// retryErrors is set. An item whose previous grade errored without any
-// verdict is kept, as an ERROR, unless retryErrors is set. The record
-// returned is the previous one when it agrees with the verdict, else one
-// rebuilt from the verified verdict.
-func Resumable(out string, pub crypto.PublicKey, it Item, t controller.Task, prev Record, retryErrors bool) (Record, bool) {
+// is when OUT/items/<SafeID>/ holds a bundle that verifies with pub and
+// whose signed verdict is this item's: its submission digest is that of
+// the item's submission as it is now (controller.Admit: a strict item's
+// canonical archive of its workspace or tar file, a compat item's patch)
+// and of the submission file beside it, its task id, digest and tier are
+// the task's, and its nonce names the item in this run (NamesItem) —
+// unless the verdict is ERROR and retryErrors is set. Nothing the
+// previous record says is believed but what the signature covers. An
+// item whose previous grade errored without any verdict is kept, as an
+// ERROR, unless retryErrors is set. The record returned is the previous
+// one when it agrees with the verdict, else one rebuilt from the verified
+// verdict. ctx bounds reading the submission.
+func Resumable(ctx context.Context, out string, pub crypto.PublicKey, it Item, t controller.Task, prev Record, retryErrors bool) (Record, bool) {
 	if t == nil {
 		return Record{}, false
 	}
-	id, digest := describe(t)
-	dir := filepath.Join(out, ItemsDir, SafeID(it.ID))
-	bundle, err := os.ReadFile(filepath.Join(dir, BundleFile))
-	if err != nil {
-		// No verdict: only a recorded error without one is kept.
-		ok := errors.Is(err, os.ErrNotExist) && prev.Item == it.ID && prev.errored() && prev.Bundle == "" &&
-			prev.TaskDigest == digest && !retryErrors
-		return prev, ok
-	}
-	sub, err := os.ReadFile(filepath.Join(dir, SubmissionFile))
+	run, err := ReadRunInfo(out)
 	if err != nil {
 		return Record{}, false
 	}
-	if it.Compat() && !bytes.Equal(sub, it.Patch) {
-		return Record{}, false // the item's patch changed
+	id, digest := describe(t)
+	bundlePath, subPath, verdictPath := itemPaths(it.ID)
+	bundle, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(bundlePath)))
+	if err != nil {
+		// No verdict: only a recorded error without one is kept.
+		ok := errors.Is(err, os.ErrNotExist) && prev.Item == it.ID && prev.errored() && prev.Bundle == "" &&
+			prev.Task == id && prev.Tier == t.Tier() && prev.TaskDigest == digest && !retryErrors
+		return prev, ok
 	}
-	sum := sha256.Sum256(sub)
+	stored, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(subPath)))
+	if err != nil {
+		return Record{}, false
+	}
+	current, err := admit(ctx, t, it)
+	if err != nil || !bytes.Equal(stored, current) {
+		return Record{}, false // the submission changed, or is not the one graded
+	}
+	sum := sha256.Sum256(current)
 	want := attest.Expect{SubmissionSHA256: hex.EncodeToString(sum[:]), TaskDigest: digest, Tier: t.Tier()}
-	if prev.Item == it.ID {
-		want.Nonce = prev.Nonce
-	}
 	res, err := attest.Verify(bundle, pub, want)
-	if err != nil && want.Nonce != "" {
-		// The record may be a stale one; the bundle is what counts.
-		want.Nonce = ""
-		res, err = attest.Verify(bundle, pub, want)
-	}
 	if err != nil {
 		return Record{}, false
 	}
 	v := res.Verdict
+	if v.Task.ID != id || !NamesItem(run, it.ID, v.Nonce) {
+		return Record{}, false // another task's or another item's verdict
+	}
 	if v.Outcome == schema.OutcomeError && retryErrors {
 		return Record{}, false
 	}
-	rel := filepath.ToSlash(filepath.Join(ItemsDir, SafeID(it.ID)))
-	if prev.Item == it.ID && prev.Outcome == v.Outcome && prev.Nonce == v.Nonce &&
-		prev.SubmissionSHA256 == want.SubmissionSHA256 && prev.TaskDigest == digest && prev.Bundle != "" {
+	rec := Record{Item: it.ID, Task: id, Tier: t.Tier(), Outcome: v.Outcome, ReasonCode: v.ReasonCode,
+		TaskDigest: digest, SubmissionSHA256: want.SubmissionSHA256, Nonce: v.Nonce,
+		Bundle: bundlePath, Submission: subPath, Verdict: verdictPath,
+		Timings: v.Timings, Finished: res.Statement.Predicate.TimeVerified}
+	if prev.Item == it.ID && agrees(prev, rec) {
 		return prev, true
 	}
-	return Record{Item: it.ID, Task: id, Tier: t.Tier(), Outcome: v.Outcome, ReasonCode: v.ReasonCode,
-		TaskDigest: digest, SubmissionSHA256: want.SubmissionSHA256, Nonce: v.Nonce,
-		Bundle: rel + "/" + BundleFile, Submission: rel + "/" + SubmissionFile, Verdict: rel + "/" + VerdictFile,
-		Timings: v.Timings, Finished: res.Statement.Predicate.TimeVerified}, true
+	return rec, true
+}
+
+// agrees reports whether a previous record says what the one rebuilt from
+// its verified verdict says (its wall time and finish time aside).
+func agrees(prev, rec Record) bool {
+	prev.WallMS, prev.Finished, prev.Error = rec.WallMS, rec.Finished, rec.Error
+	return prev == rec
+}
+
+// admit returns the bytes a grade of it against t binds its verdict to
+// (controller.Admit).
+func admit(ctx context.Context, t controller.Task, it Item) ([]byte, error) {
+	if it.Compat() {
+		return controller.Admit(ctx, t, controller.Submission{Diff: it.Patch})
+	}
+	st, err := os.Stat(it.Submission)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return controller.Admit(ctx, t, controller.Submission{Dir: it.Submission})
+	}
+	f, err := os.Open(it.Submission)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return controller.Admit(ctx, t, controller.Submission{Archive: f})
 }
 
 // runner grades the items left to grade.
 type runner struct {
 	opts    Options
+	run     RunInfo
 	limit   Threshold
 	results *os.File
 	total   int
@@ -456,7 +510,7 @@ func (r *runner) one(ctx context.Context, it Item) {
 	t := r.opts.Tasks[it.Task]
 	id, digest := describe(t)
 	dir := filepath.Join(r.opts.Out, ItemsDir, SafeID(it.ID))
-	rel := filepath.ToSlash(filepath.Join(ItemsDir, SafeID(it.ID)))
+	bundlePath, subPath, verdictPath := itemPaths(it.ID)
 	// A previous, unverifiable bundle never stands beside a new grade.
 	if err := os.Remove(filepath.Join(dir, BundleFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		r.record(Record{Item: it.ID, Task: id, Tier: t.Tier(), Outcome: schema.OutcomeError, TaskDigest: digest,
@@ -464,7 +518,7 @@ func (r *runner) one(ctx context.Context, it Item) {
 		return
 	}
 	began := time.Now()
-	res, err := r.grader(ctx, t, it)
+	res, err := r.grader(ctx, t, it, ItemNonce(r.run, it.ID))
 	rec := Record{Item: it.ID, Task: id, Tier: t.Tier(), TaskDigest: digest, WallMS: time.Since(began).Milliseconds()}
 	if ctx.Err() != nil && (err != nil || res == nil || res.Verdict.Outcome == schema.OutcomeError) {
 		return // interrupted: left for a resume
@@ -484,30 +538,31 @@ func (r *runner) one(ctx context.Context, it Item) {
 	if werr := writeItem(dir, res); werr != nil {
 		rec.Outcome, rec.Error = schema.OutcomeError, "writing the verdict: "+werr.Error()
 	} else {
-		rec.Bundle, rec.Submission, rec.Verdict = rel+"/"+BundleFile, rel+"/"+SubmissionFile, rel+"/"+VerdictFile
+		rec.Bundle, rec.Submission, rec.Verdict = bundlePath, subPath, verdictPath
 	}
 	rec.Finished = time.Now().UTC()
 	r.record(rec)
 }
 
-func (r *runner) grader(ctx context.Context, t controller.Task, it Item) (*controller.Result, error) {
+// grader grades it with nonce, which names the item (ItemNonce).
+func (r *runner) grader(ctx context.Context, t controller.Task, it Item, nonce string) (*controller.Result, error) {
 	if it.Compat() {
 		_, digest := describe(t)
-		return r.opts.Controller.Grade(ctx, t, controller.Submission{Diff: it.Patch, Baseline: r.opts.Baselines[digest]})
+		return r.opts.Controller.Grade(ctx, t, controller.Submission{Diff: it.Patch, Baseline: r.opts.Baselines[digest], Nonce: nonce})
 	}
 	st, err := os.Stat(it.Submission)
 	if err != nil {
 		return nil, err
 	}
 	if st.IsDir() {
-		return r.opts.Controller.Grade(ctx, t, controller.Submission{Dir: it.Submission})
+		return r.opts.Controller.Grade(ctx, t, controller.Submission{Dir: it.Submission, Nonce: nonce})
 	}
 	f, err := os.Open(it.Submission)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return r.opts.Controller.Grade(ctx, t, controller.Submission{Archive: f})
+	return r.opts.Controller.Grade(ctx, t, controller.Submission{Archive: f, Nonce: nonce})
 }
 
 // writeItem writes an item's files, each atomically, the bundle last: a

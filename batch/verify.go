@@ -20,13 +20,18 @@ import (
 // signed verdict: there is nothing to verify.
 var ErrNoVerdict = errors.New("no signed verdict (the grade errored before one existed)")
 
+// ErrNotBound is wrapped by a Check's error when the item's bundle
+// verifies but its signed verdict is not the record's: another item's,
+// another task's, or saying something else than the record.
+var ErrNotBound = errors.New("the signed verdict is not this record's")
+
 // Check is one item of a verified run.
 type Check struct {
 	Record Record
-	// Err is nil when the item's bundle verified against its submission
-	// bytes, tier, task digest and nonce, and its verdict has the
-	// recorded outcome; ErrNoVerdict for an error without a verdict;
-	// else why it did not verify.
+	// Err is nil when the item's bundle, in the item's own directory,
+	// verified against the submission file beside it and its signed
+	// verdict is the record's (see VerifyRun); ErrNoVerdict for an error
+	// without a verdict; else why it did not verify.
 	Err error
 	// Verdict is the signed verdict, re-validated, when Err is nil and
 	// the item has one.
@@ -37,11 +42,22 @@ type Check struct {
 func (c Check) Verified() bool { return c.Err == nil }
 
 // VerifyRun verifies every item results.jsonl in the run directory dir
-// lists: its bundle with pub against the sha256 of its submission file,
-// and the tier, task digest and nonce recorded. It fails only when
-// results.jsonl cannot be read or parsed; each item's answer is its
-// Check.
+// lists. An item verifies when its record names the files of its own
+// directory (SafeID of its id), its bundle verifies with pub against the
+// sha256 of its submission file, and the signed verdict says what the
+// record says: the task id and digest, the tier, the outcome and reason
+// code, the submission digest and the nonce, which must name the item in
+// this run (NamesItem). A record is compared with the signed verdict,
+// never the other way round, so an edited results.jsonl cannot point an
+// item at another's verdict. An item listed twice, and two records naming
+// one bundle or one nonce, fail each. VerifyRun fails only when
+// results.jsonl cannot be read or parsed or run.json is missing
+// (ErrOldRun) or malformed; each item's answer is its Check.
 func VerifyRun(dir string, pub crypto.PublicKey) ([]Check, error) {
+	run, err := ReadRunInfo(dir)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Open(filepath.Join(dir, ResultsFile))
 	if err != nil {
 		return nil, err
@@ -49,6 +65,22 @@ func VerifyRun(dir string, pub crypto.PublicKey) ([]Check, error) {
 	defer f.Close()
 	var checks []Check
 	index := map[string]int{}
+	// The first record naming each bundle and each nonce.
+	bundles, nonces := map[string]int{}, map[string]int{}
+	shared := func(m map[string]int, key, what string, i int) {
+		if key == "" {
+			return
+		}
+		j, dup := m[key]
+		if !dup {
+			m[key] = i
+			return
+		}
+		err := fmt.Errorf("%w: %s backs items %q and %q", ErrNotBound, what, checks[j].Record.Item, checks[i].Record.Item)
+		for _, k := range []int{i, j} {
+			checks[k].Verdict, checks[k].Err = nil, err
+		}
+	}
 	br := bufio.NewReader(f)
 	for n := 1; ; n++ {
 		line, err := readLine(br)
@@ -63,29 +95,34 @@ func VerifyRun(dir string, pub crypto.PublicKey) ([]Check, error) {
 			return nil, fmt.Errorf("%s line %d: not a result record", ResultsFile, n)
 		}
 		c := Check{Record: r}
-		c.Verdict, c.Err = verifyRecord(dir, pub, r)
+		c.Verdict, c.Err = verifyRecord(dir, pub, run, r)
 		if i, dup := index[r.Item]; dup {
 			checks[i].Verdict = nil
 			checks[i].Err = fmt.Errorf("item %q is in %s more than once", r.Item, ResultsFile)
 			continue
 		}
-		index[r.Item] = len(checks)
+		i := len(checks)
+		index[r.Item] = i
 		checks = append(checks, c)
+		shared(bundles, r.Bundle, "the bundle "+r.Bundle, i)
+		if c.Verdict != nil {
+			shared(nonces, c.Verdict.Nonce, "one signed verdict (nonce "+c.Verdict.Nonce+")", i)
+		}
 	}
 	return checks, nil
 }
 
-func verifyRecord(dir string, pub crypto.PublicKey, r Record) (*schema.Verdict, error) {
+func verifyRecord(dir string, pub crypto.PublicKey, run RunInfo, r Record) (*schema.Verdict, error) {
 	if r.Bundle == "" {
 		if r.errored() {
 			return nil, ErrNoVerdict
 		}
 		return nil, fmt.Errorf("a %s without a bundle", r.Outcome)
 	}
-	for _, p := range []string{r.Bundle, r.Submission} {
-		if !filepath.IsLocal(filepath.FromSlash(p)) {
-			return nil, fmt.Errorf("%q is not a path inside the run directory", p)
-		}
+	bundlePath, subPath, verdictPath := itemPaths(r.Item)
+	if r.Bundle != bundlePath || r.Submission != subPath || r.Verdict != verdictPath {
+		return nil, fmt.Errorf("%w: the record names %s, %s and %s; item %q's files are %s, %s and %s",
+			ErrNotBound, r.Bundle, r.Submission, r.Verdict, r.Item, bundlePath, subPath, verdictPath)
 	}
 	bundle, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.Bundle)))
 	if err != nil {
@@ -97,17 +134,28 @@ func verifyRecord(dir string, pub crypto.PublicKey, r Record) (*schema.Verdict, 
 	}
 	sum := sha256.Sum256(sub)
 	got := hex.EncodeToString(sum[:])
-	res, err := attest.Verify(bundle, pub, attest.Expect{SubmissionSHA256: got, TaskDigest: r.TaskDigest, Tier: r.Tier, Nonce: r.Nonce})
+	res, err := attest.Verify(bundle, pub, attest.Expect{SubmissionSHA256: got})
 	if err != nil {
 		return nil, err
 	}
-	switch v := res.Verdict; {
-	case r.TaskDigest == "" || r.Tier == "":
-		return nil, errors.New("the record names no task digest or tier")
-	case v.Outcome != r.Outcome:
-		return nil, fmt.Errorf("the signed verdict is %s, the record says %s", v.Outcome, r.Outcome)
-	case r.SubmissionSHA256 != "" && r.SubmissionSHA256 != got:
-		return nil, fmt.Errorf("the submission's sha256 is %s, the record says %s", got, r.SubmissionSHA256)
+	v := res.Verdict
+	for _, f := range []struct {
+		what, signed, record string
+	}{
+		{"task", v.Task.ID, r.Task},
+		{"task digest", v.Task.Digest, r.TaskDigest},
+		{"tier", string(v.Tier), string(r.Tier)},
+		{"outcome", string(v.Outcome), string(r.Outcome)},
+		{"reason code", v.ReasonCode, r.ReasonCode},
+		{"submission sha256", v.Submission.SHA256, r.SubmissionSHA256},
+		{"nonce", v.Nonce, r.Nonce},
+	} {
+		if f.signed != f.record {
+			return nil, fmt.Errorf("%w: its %s is %q, the record says %q", ErrNotBound, f.what, f.signed, f.record)
+		}
 	}
-	return res.Verdict, nil
+	if !NamesItem(run, r.Item, v.Nonce) {
+		return nil, fmt.Errorf("%w: its nonce names another item, or another run", ErrNotBound)
+	}
+	return v, nil
 }

@@ -35,10 +35,12 @@ An item is a SWE-bench prediction {"instance_id", "model_patch", "model_name_or_
 against the compat task whose id is its instance_id, or a strict item {"id" (optional), "task",
 "submission": a directory or tar file, relative to the items file}.
 
-Running again with the same --out resumes: an item whose bundle verifies (with OUT/key.pub)
-against its submission bytes, task digest and tier is kept, not graded again; an ERROR is graded
-again only with --retry-errors. A resume needs the signing key: with the default ephemeral key a
-run cannot be resumed.
+Running again with the same --out resumes: an item is kept, not graded again, when its bundle
+verifies (with OUT/key.pub) and its signed verdict is the item's own: for the item's submission as
+it is now, its task (id, digest, tier), and a nonce naming the item in this run; any other item is
+graded again, an ERROR only with --retry-errors. A resume needs the signing key: with the default
+ephemeral key a run cannot be resumed. A run directory made before verdicts named their items (no
+OUT/run.json) is refused: grade into a new --out.
 
 Exit codes: 0 every item graded (PASS or FAIL: a run is a measurement), 2 usage, 3 grader errors,
 too many errors (the run stopped) or interrupted (resume by running the same command again).`
@@ -128,6 +130,8 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	switch {
 	case errors.Is(err, sgbatch.ErrBadItem), errors.Is(err, sgbatch.ErrKeyMismatch):
 		return badInput(err)
+	case errors.Is(err, sgbatch.ErrOldRun):
+		return badInput(fmt.Errorf("%w: its verdicts do not name their items, so they cannot be resumed; grade into a new --out", err))
 	case errors.Is(err, sgbatch.ErrInterrupted) && sum == nil:
 		return fmt.Errorf("interrupted before any item was graded: %w", err)
 	case errors.Is(err, sgbatch.ErrInterrupted):

@@ -66,7 +66,7 @@ func TestVerifyRun(t *testing.T) {
 		t.Errorf("with OUT/key.pub: exit %d\n%s", code, stderr)
 	}
 
-	sub := filepath.Join(out, "items", "h", batch.SubmissionFile)
+	sub := filepath.Join(out, "items", batch.SafeID("h"), batch.SubmissionFile)
 	data, err := os.ReadFile(sub)
 	if err != nil {
 		t.Fatal(err)
@@ -75,8 +75,8 @@ func TestVerifyRun(t *testing.T) {
 	if err := os.WriteFile(sub, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := filepath.Join(out, "items", "w", batch.BundleFile)
-	other, err := os.ReadFile(filepath.Join(out, "items", "h2", batch.BundleFile))
+	w := filepath.Join(out, "items", batch.SafeID("w"), batch.BundleFile)
+	other, err := os.ReadFile(filepath.Join(out, "items", batch.SafeID("h2"), batch.BundleFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +87,35 @@ func TestVerifyRun(t *testing.T) {
 	if code != cli.ExitFail || !strings.Contains(stdout, "1 verified, 2 not verified") ||
 		!regexpMatch(`(?m)^h +copy +PASS +NO: `, stdout) || !regexpMatch(`(?m)^w +copy +FAIL +NO: `, stdout) || !regexpMatch(`(?m)^h2 +copy +PASS +yes$`, stdout) {
 		t.Fatalf("tampered run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	// Item w's line edited to name h2's verdict: w and h2 fail, each
+	// naming the bundle both claim.
+	res := filepath.Join(out, batch.ResultsFile)
+	lines, err := os.ReadFile(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edited []string
+	var h2 string
+	for _, l := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+		if strings.HasPrefix(l, `{"item":"h2"`) {
+			h2 = l
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+		if strings.HasPrefix(l, `{"item":"w"`) {
+			l = strings.Replace(h2, `"item":"h2"`, `"item":"w"`, 1)
+		}
+		edited = append(edited, l)
+	}
+	if err := os.WriteFile(res, []byte(strings.Join(edited, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = run(t, "verify", "--run", out, "--key", pub)
+	if code != cli.ExitFail || !strings.Contains(stdout, "0 verified, 3 not verified") ||
+		!regexpMatch(`(?m)^w +copy +PASS +NO: .*backs items "w" and "h2"`, stdout) {
+		t.Fatalf("edited results.jsonl: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
 	for _, args := range [][]string{

@@ -65,8 +65,10 @@ func parseVerify(args []string, stdio IO) (*verifyArgs, error) {
 	a := &verifyArgs{}
 	fs := flagSet(stdio.Stderr, "verify", "--key PUB --bundle FILE --submission FILE|--submission-digest HEX [flags]\n       strictgrade verify --run DIR --key PUB",
 		"Verifies a signed verdict's signature and that it binds the given submission (and task, tier and nonce when\ngiven). A signed FAIL or ERROR verifies too: the outcome is printed first.\n\n"+
-			"With --run, verifies every item of a run directory (strictgrade run) against its submission bytes, tier,\n"+
-			"task digest and nonce recorded in results.jsonl, and prints a table; exit 1 if any does not verify.")
+			"With --run, verifies every item of a run directory (strictgrade run): its bundle, in the item's own\n"+
+			"directory, against the submission bytes beside it, and its signed verdict against its line of\n"+
+			"results.jsonl (task, task digest, tier, outcome, reason code, submission digest, and a nonce naming the\n"+
+			"item in this run); prints a table; exit 1 if any does not verify.")
 	fs.StringVar(&a.key, "key", "", "public key PEM (strictgrade.pub or cosign.pub) (required)")
 	fs.StringVar(&a.bundle, "bundle", "", "Sigstore bundle or DSSE envelope JSON (required without --run)")
 	fs.StringVar(&a.run, "run", "", "verify every item of the run `DIR` (strictgrade run --out DIR) instead of one bundle")
@@ -88,7 +90,7 @@ func parseVerify(args []string, stdio IO) (*verifyArgs, error) {
 			return nil, usagef("--key PUB is required")
 		case a.bundle != "" || a.submission != "" || *subDigest != "" || *taskDigest != "" || *tier != "" ||
 			a.want.Nonce != "" || a.json || *requireOutcome != "":
-			return nil, usagef("--run DIR takes only --key: each item's submission, task digest, tier and nonce come from the run's results.jsonl")
+			return nil, usagef("--run DIR takes only --key: each item's line of results.jsonl is checked against its signed verdict")
 		}
 		return a, nil
 	}
