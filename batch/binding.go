@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/strictgrade/strictgrade/schema"
 )
 
 // How a verdict is bound to its item. A run directory holds what anyone
@@ -108,4 +111,24 @@ func NamesItem(run RunInfo, item, nonce string) bool {
 func itemPaths(item string) (bundle, submission, verdict string) {
 	rel := ItemsDir + "/" + SafeID(item) + "/"
 	return rel + BundleFile, rel + SubmissionFile, rel + VerdictFile
+}
+
+// checkVerdictFile checks that the verdict file at path (verdict.json, the
+// readable copy written beside the bundle) says what the signed verdict v
+// says, so that no one reading it is told something else.
+func checkVerdictFile(path string, v *schema.Verdict) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var file schema.Verdict
+	if err := json.Unmarshal(data, &file); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrNotBound, VerdictFile, err)
+	}
+	a, err1 := json.Marshal(&file)
+	b, err2 := json.Marshal(v)
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		return fmt.Errorf("%w: %s is not the signed verdict", ErrNotBound, VerdictFile)
+	}
+	return nil
 }

@@ -284,3 +284,33 @@ func TestRunRefusesOldRun(t *testing.T) {
 		t.Errorf("VerifyRun: %v, want ErrOldRun", err)
 	}
 }
+
+// TestVerdictFileMustMatch: verdict.json, the readable copy beside the
+// bundle, edited to say PASS for a FAIL, fails verify --run, and a resume
+// grades the item again.
+func TestVerdictFileMustMatch(t *testing.T) {
+	f := bindFixture(t, `{"id":"x","task":"copy","submission":"wrong"}`)
+	signer := newSigner(t)
+	opts := batch.Options{Controller: fakeController(t, signer, 1, false), Signer: signer, Items: f.items, Tasks: f.tasks, Out: f.out}
+	if _, err := batch.Run(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(f.out, filepath.FromSlash(readRecords(t, f.out)[0].Verdict))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := bytes.Replace(data, []byte(`"outcome": "FAIL"`), []byte(`"outcome": "PASS"`), 1)
+	if bytes.Equal(edited, data) {
+		t.Fatalf("verdict.json says no FAIL:\n%s", data)
+	}
+	if err := os.WriteFile(path, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	verifyFails(t, f, signer, "x")
+	before := grades()
+	if sum, err := batch.Run(t.Context(), opts); err != nil || sum.Graded != 1 || grades()-before != 1 {
+		t.Fatalf("resume: %+v, %v; want the item graded again", sum, err)
+	}
+	wantOutcomes(t, f, signer, map[string]schema.Outcome{"x": schema.OutcomeFail})
+}

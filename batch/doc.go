@@ -39,5 +39,6 @@
 // A run directory made before this binding (no run.json) is refused by
 // Run and VerifyRun with ErrOldRun: its verdicts do not name their items,
 // so none of them could be kept or verified item by item. Grade into a new
-// directory; an older strictgrade still verifies the old one as it did.
+// directory; an older strictgrade verifies the old one as before, without
+// the item binding.
 package batch

@@ -263,9 +263,14 @@ func writeHostileRun(t *testing.T, out string) {
 			t.Fatal(err)
 		}
 		dir := batch.ItemsDir + "/" + batch.SafeID(id)
+		verdict, err := json.Marshal(&v)
+		if err != nil {
+			t.Fatal(err)
+		}
 		writeFiles(t, out, map[string]string{
 			filepath.Join(dir, batch.BundleFile):     string(signed.Bundle),
 			filepath.Join(dir, batch.SubmissionFile): string(sub),
+			filepath.Join(dir, batch.VerdictFile):    string(verdict),
 		})
 		return batch.Record{Item: id, Task: v.Task.ID, Tier: schema.TierCompat, Outcome: schema.OutcomeFail, ReasonCode: v.ReasonCode,
 			TaskDigest: v.Task.Digest, SubmissionSHA256: v.Submission.SHA256, Nonce: v.Nonce,

@@ -413,6 +413,9 @@ func Resumable(ctx context.Context, out string, pub crypto.PublicKey, it Item, t
 	if v.Task.ID != id || !NamesItem(run, it.ID, v.Nonce) {
 		return Record{}, false // another task's or another item's verdict
 	}
+	if checkVerdictFile(filepath.Join(out, filepath.FromSlash(verdictPath)), v) != nil {
+		return Record{}, false // verify would refuse it
+	}
 	if v.Outcome == schema.OutcomeError && retryErrors {
 		return Record{}, false
 	}

@@ -157,5 +157,8 @@ func verifyRecord(dir string, pub crypto.PublicKey, run RunInfo, r Record) (*sch
 	if !NamesItem(run, r.Item, v.Nonce) {
 		return nil, fmt.Errorf("%w: its nonce names another item, or another run", ErrNotBound)
 	}
+	if err := checkVerdictFile(filepath.Join(dir, filepath.FromSlash(r.Verdict)), v); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
