@@ -95,6 +95,9 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	if opts.Tasks, err = sgbatch.LoadTasks(ctx, dirs); err != nil {
 		return badInput(err)
 	}
+	if _, err := sgbatch.ReadRunInfo(a.out); errors.Is(err, sgbatch.ErrOldRun) {
+		return badInput(fmt.Errorf("%w: its verdicts do not name their items, so they cannot be resumed; grade into a new --out", err))
+	}
 	if a.key == "" {
 		for _, f := range []string{sgbatch.KeyFile, sgbatch.ResultsFile} {
 			if _, err := os.Stat(filepath.Join(a.out, f)); err == nil {

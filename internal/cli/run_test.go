@@ -30,6 +30,8 @@ func TestRunUsage(t *testing.T) {
 		"good.jsonl":    "{\"task\":\"sum\",\"submission\":\"s\"}\n",
 		"s/solution.py": "x\n",
 		"old/key.pub":   "x\n",
+		// A run directory of f7459a3's layout: no run.json.
+		"older/results.jsonl": "{}\n",
 	})
 	for _, tt := range []struct {
 		args []string
@@ -40,6 +42,7 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"run", "--items", filepath.Join(dir, "good.jsonl"), "--tasks", sum, "--out", filepath.Join(dir, "o"), "--max-errors", "lots"}, "max-errors"},
 		{[]string{"run", "--items", filepath.Join(dir, "good.jsonl"), "--tasks", sum + "," + sum, "--out", filepath.Join(dir, "o")}, "task id"},
 		{[]string{"run", "--items", filepath.Join(dir, "good.jsonl"), "--tasks", sum, "--out", filepath.Join(dir, "old")}, "needs --key"},
+		{[]string{"run", "--items", filepath.Join(dir, "good.jsonl"), "--tasks", sum, "--out", filepath.Join(dir, "older"), "--key", filepath.Join(dir, "old", "key.pub")}, "grade into a new --out"},
 		{[]string{"run", "--items", filepath.Join(dir, "good.jsonl"), "--tasks", sum, "--out", filepath.Join(dir, "o"), "--parallel", "0"}, "parallel"},
 	} {
 		code, _, stderr := run(t, tt.args...)
@@ -129,6 +132,13 @@ func TestVerifyRun(t *testing.T) {
 	}
 	if code, _, _ := run(t, "verify", "--run", root, "--key", pub); code != cli.ExitError {
 		t.Errorf("a directory without results.jsonl: exit %d, want %d", code, cli.ExitError)
+	}
+	// f7459a3's layout, without run.json: its verdicts name no item.
+	if err := os.Remove(filepath.Join(out, batch.RunFile)); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := run(t, "verify", "--run", out, "--key", pub); code != cli.ExitError || !strings.Contains(stderr, batch.RunFile) {
+		t.Errorf("a run directory without %s: exit %d, want %d\n%s", batch.RunFile, code, cli.ExitError, stderr)
 	}
 }
 
