@@ -27,10 +27,10 @@ const (
 // graded counts the grades the fake ran, by source.
 var graded = map[string]*atomic.Int64{copySource: {}, wrongSource: {}}
 
-func writeFiles(t *testing.T, dir string, files map[string]string) { testtree.Write(t, dir, files) }
+func writeFiles(t testing.TB, dir string, files map[string]string) { testtree.Write(t, dir, files) }
 
 // copyTask writes a one-case data task "copy" under root/copy.
-func copyTask(t *testing.T, root, id string) string {
+func copyTask(t testing.TB, root, id string) string {
 	t.Helper()
 	dir := filepath.Join(root, id)
 	writeFiles(t, dir, map[string]string{
@@ -44,7 +44,7 @@ func copyTask(t *testing.T, root, id string) string {
 	return dir
 }
 
-func newSigner(t *testing.T) *attest.Signer {
+func newSigner(t testing.TB) *attest.Signer {
 	t.Helper()
 	priv, _, err := attest.GenerateKey(attest.KeyEd25519, nil)
 	if err != nil {
@@ -59,7 +59,7 @@ func newSigner(t *testing.T) *attest.Signer {
 
 // fakeController is controller/submission_test.go's, with a judge that
 // fails every grade when broken is set.
-func fakeController(t *testing.T, signer *attest.Signer, parallel int, broken bool) *controller.Controller {
+func fakeController(t testing.TB, signer *attest.Signer, parallel int, broken bool) *controller.Controller {
 	t.Helper()
 	fake := sandboxtest.NewFake()
 	count := func(src string, prog sandboxtest.Program) sandboxtest.Python {
