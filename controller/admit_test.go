@@ -58,3 +58,16 @@ func TestAdmit(t *testing.T) {
 		t.Errorf("a diff for a strict task: %v, want ErrBadRequest", err)
 	}
 }
+
+// BenchmarkAdmit measures admitting a one-file workspace, what a batch
+// resume pays for each strict item it keeps.
+func BenchmarkAdmit(b *testing.B) {
+	tk := loadCopyTask(b)
+	work := b.TempDir()
+	writeFiles(b, work, map[string]string{"solution.py": copySource})
+	for range b.N {
+		if _, err := controller.Admit(b.Context(), tk, controller.Submission{Dir: work}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

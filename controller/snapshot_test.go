@@ -30,7 +30,7 @@ func copyProgram(p *sandboxtest.Proc) int {
 }
 
 // writeFiles lays files out under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) { testtree.Write(t, dir, files) }
+func writeFiles(t testing.TB, dir string, files map[string]string) { testtree.Write(t, dir, files) }
 
 // TestGradeUsesTheLoadedTask: the strict tier grades the task as Load read
 // it. A data task's input file and expected file change on disk after

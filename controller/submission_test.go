@@ -14,7 +14,7 @@ import (
 )
 
 // loadCopyTask writes the copy task of TestGradeUsesTheLoadedTask and loads it.
-func loadCopyTask(t *testing.T) *task.Task {
+func loadCopyTask(t testing.TB) *task.Task {
 	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{

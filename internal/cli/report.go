@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,6 +43,9 @@ no script). Prints the two paths on stdout.`)
 		return badInput(fmt.Errorf("%s is not a run directory (strictgrade run --out DIR): %w", dir, err))
 	}
 	if err := sgbatch.WriteReport(dir, pub); err != nil {
+		if errors.Is(err, sgbatch.ErrOldRun) {
+			return badInput(fmt.Errorf("%w: an older strictgrade reports on it", err))
+		}
 		return err
 	}
 	fmt.Fprintln(stdio.Stdout, filepath.Join(dir, sgbatch.ReportMarkdown))

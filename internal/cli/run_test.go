@@ -242,4 +242,11 @@ func TestReport(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d", args, code, cli.ExitUsage)
 		}
 	}
+	// A run directory without run.json (f7459a3's layout).
+	if err := os.Remove(filepath.Join(out, batch.RunFile)); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := run(t, "report", out); code != cli.ExitUsage || !strings.Contains(stderr, batch.RunFile) {
+		t.Errorf("a run directory without %s: exit %d, want %d\n%s", batch.RunFile, code, cli.ExitUsage, stderr)
+	}
 }
