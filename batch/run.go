@@ -202,16 +202,20 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if err != nil && !fresh {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(opts.Out, ItemsDir), 0o755); err != nil {
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, err
 	}
 	if err := writeKey(opts.Out, opts.Signer); err != nil {
 		return nil, err
 	}
+	// run.json before items/: a run killed in between is still a new one.
 	if fresh {
 		if run, err = newRun(opts.Out); err != nil {
 			return nil, err
 		}
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Out, ItemsDir), 0o755); err != nil {
+		return nil, err
 	}
 	prev := readResults(filepath.Join(opts.Out, ResultsFile))
 
