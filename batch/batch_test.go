@@ -449,6 +449,9 @@ func TestRunRefusesBadItems(t *testing.T) {
 		"unknown task":   {ID: "x", Task: "nope", Submission: "/", Line: 7},
 		"patch x strict": {ID: "x", Task: "copy", Patch: []byte{}, Line: 7},
 		"missing sub":    {ID: "x", Task: "copy", Submission: filepath.Join(t.TempDir(), "missing"), Line: 7},
+		// Items built in Go skip ParseItems's check: two with one id
+		// would share a directory.
+		"same id": {ID: f.items[0].ID, Task: "copy", Submission: f.items[0].Submission, Line: 7},
 	} {
 		before := grades()
 		_, err := batch.Run(t.Context(), batch.Options{Controller: ctrl, Signer: signer, Items: append(f.items, it), Tasks: f.tasks, Out: f.out})

@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 
+	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/schema"
 )
 
@@ -48,7 +50,7 @@ var runIDForm = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 // ReadRunInfo reads dir's run.json: ErrOldRun when dir holds a run
 // without one, an error wrapping os.ErrNotExist when it holds no run.
 func ReadRunInfo(dir string) (RunInfo, error) {
-	data, err := os.ReadFile(filepath.Join(dir, RunFile))
+	data, err := readBounded(filepath.Join(dir, RunFile), 4<<10)
 	if errors.Is(err, os.ErrNotExist) {
 		for _, f := range []string{ResultsFile, ItemsDir} {
 			if _, serr := os.Stat(filepath.Join(dir, f)); serr == nil {
@@ -117,7 +119,7 @@ func itemPaths(item string) (bundle, submission, verdict string) {
 // readable copy written beside the bundle) says what the signed verdict v
 // says, so that no one reading it is told something else.
 func checkVerdictFile(path string, v *schema.Verdict) error {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, attest.MaxInputSize)
 	if err != nil {
 		return err
 	}
@@ -131,4 +133,22 @@ func checkVerdictFile(path string, v *schema.Verdict) error {
 		return fmt.Errorf("%w: %s is not the signed verdict", ErrNotBound, VerdictFile)
 	}
 	return nil
+}
+
+// readBounded reads the file at path, refusing one longer than limit
+// bytes: what a run directory holds is read as hostile.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is longer than %d bytes", path, limit)
+	}
+	return data, nil
 }
