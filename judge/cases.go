@@ -25,6 +25,8 @@ type Cases struct {
 //
 //   - function: args (a JSON array of positional arguments) and expected
 //     (the JSON value the callable must return); compared with json.
+//     A case a checker decides may omit expected: the checker then gets
+//     none.
 //   - command: argv and stdin (both optional) and at least one of
 //     expected_stdout and expected_exit (0 when omitted).
 //   - data: expected_files (at least one), input_files and expected_exit
@@ -214,8 +216,10 @@ func checkCase(cs *Cases, c *Case, fields map[string]any, kind schema.TaskKind, 
 	}
 	switch kind {
 	case schema.KindFunction:
-		if !has("args") || !has("expected") {
-			return fmt.Errorf("function cases need args and expected")
+		// A checker may decide a case without an expected value (any
+		// valid answer will do); every other comparator needs one.
+		if !has("args") || (!has("expected") && cs.Comparator(*c).Kind != KindChecker) {
+			return fmt.Errorf("function cases need args and expected (expected may be omitted only when a checker decides the case)")
 		}
 		if _, ok := fields["args"].([]any); !ok {
 			return fmt.Errorf("args must be a JSON array of positional arguments")

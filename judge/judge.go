@@ -222,6 +222,9 @@ func expect(in *Input, ks *checkers, c Case) (expectation, error) {
 	}
 	switch in.Meta.Kind {
 	case schema.KindFunction:
+		if len(c.Expected) == 0 && w.cmp.Kind == KindChecker {
+			break // the checker decides without one (LoadCases allows it)
+		}
 		v, err := parseJSON(c.Expected)
 		if err != nil {
 			return w, fmt.Errorf("%w: expected: %v", ErrExpected, err)

@@ -400,7 +400,7 @@ and no capabilities, under the limits above.
 }
 
 var caseFieldsDoc = map[schema.TaskKind]string{
-	schema.KindFunction: "`args` (a JSON array) and `expected` (the JSON value to return).",
+	schema.KindFunction: "`args` (a JSON array) and `expected` (the JSON value to return; it may be omitted when a checker decides the case, which then gets none).",
 	schema.KindCommand:  "`argv` and `stdin` (both optional), and at least one of `expected_stdout` and `expected_exit` (0 when omitted).",
 	schema.KindData:     "`expected_files` (at least one: output name to a path under `hidden/`), `input_files` (input name to a path under `hidden/`) and `expected_exit`, both optional.",
 }

@@ -6,6 +6,6 @@ package images
 // of judgePackage and of initPackage), checked against the source by
 // TestJudgeSourceRecorded.
 const (
-	judgeSource = "479c38a8895929a2646c7e38be766fe115104a9a77335325df982cc0aadc533d"
+	judgeSource = "a4197813affad639f64aa5c10203a1928e8513fa52d65090fa211380b999e994"
 	initSource  = "36cf8e02243b339e9de93e521212fc4bcbf3835bffd9ad0ec99fd75928539abc"
 )

@@ -1,0 +1,63 @@
+package judge
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/strictgrade/strictgrade/schema"
+)
+
+// TestFunctionCheckerWithoutExpected: a function case a checker decides
+// may omit expected, as the task format says (issue 29, item 8): it loads,
+// the checker gets no expected value and decides the case alone. Every
+// other comparator still needs one.
+func TestFunctionCheckerWithoutExpected(t *testing.T) {
+	const checkerCases = `{"compare":{"kind":"checker","module":"checker.wasm"},"cases":[` +
+		`{"id":"sorted","args":["sorted",[3,1,2]]},` +
+		`{"id":"wrong","args":["sorted",[3,1,2]]}]}`
+	cs, err := LoadCases([]byte(checkerCases), schema.KindFunction)
+	if err != nil {
+		t.Fatalf("LoadCases: %v", err)
+	}
+	want := []Case{
+		{ID: "sorted", Args: []byte(`["sorted",[3,1,2]]`)},
+		{ID: "wrong", Args: []byte(`["sorted",[3,1,2]]`)},
+	}
+	if diff := cmp.Diff(want, cs.Cases); diff != "" {
+		t.Errorf("LoadCases (-want +got):\n%s", diff)
+	}
+
+	// Per case too: a checker override lets that case omit expected.
+	override := `{"cases":[{"id":"a","args":[],"compare":{"kind":"checker","module":"checker.wasm"}}]}`
+	if _, err := LoadCases([]byte(override), schema.KindFunction); err != nil {
+		t.Errorf("LoadCases with a per-case checker: %v", err)
+	}
+	for name, data := range map[string]string{
+		"default json":  `{"cases":[{"id":"a","args":[]}]}`,
+		"json override": `{"compare":{"kind":"checker","module":"checker.wasm"},"cases":[{"id":"a","args":[],"compare":{"kind":"json"}}]}`,
+	} {
+		if _, err := LoadCases([]byte(data), schema.KindFunction); err == nil || !strings.Contains(err.Error(), "need args and expected") {
+			t.Errorf("%s: LoadCases error %v, want one saying expected is needed", name, err)
+		}
+	}
+
+	f := fixture{kind: schema.KindFunction, hidden: map[string]string{"checker.wasm": string(testChecker(t))}, cases: checkerCases,
+		outs: []out{{result: exited(0), files: value(`[1,2,3]`)}, {result: exited(0), files: value(`[1,2]`)}}}
+	v, err := judgeDir(t, f.write(t))
+	if err != nil {
+		t.Fatalf("Judge: %v", err)
+	}
+	mustValidate(t, v)
+	got := map[string]string{}
+	for _, c := range v.Cases {
+		got[c.ID] = string(c.Outcome) + " by " + c.DecidedBy
+	}
+	if diff := cmp.Diff(map[string]string{"sorted": "PASS by checker", "wrong": "FAIL by checker"}, got); diff != "" {
+		t.Errorf("cases (-want +got):\n%s", diff)
+	}
+	if v.Outcome != schema.OutcomeFail || v.ReasonCode != schema.ReasonWrongAnswer {
+		t.Errorf("verdict %s %s, want FAIL wrong_answer", v.Outcome, v.ReasonCode)
+	}
+}
