@@ -12,6 +12,15 @@
 # and <index> is a case's position in that order: which case of the task
 # it is stays on the host, so answers keyed to the order of the calls (or to
 # the task's own order) are wrong answers.
+#
+# A return value must be what json.dumps encodes with allow_nan=False: a
+# tuple becomes an array and non-string dict keys become strings, but a
+# value holding NaN or an infinity (or a set, bytes, any object json cannot
+# encode) is recorded as {"ok": false, "error": "return value is not JSON:
+# ..."}, so the judge FAILs the case as if the callable had raised
+# (decided by exception, reason code runtime_error), whatever the task's
+# allow_nan says: that option is about expected values in text, not about
+# what a function may return. The task format's "Kinds" text says so.
 import json
 import os
 import signal

@@ -321,6 +321,7 @@ func strictReadme(k schema.TaskKind) (string, error) {
 		return "", err
 	}
 	b.WriteString(format)
+	b.WriteString("\n## Checker comparators\n\n" + checkerProtocol("###"))
 	b.WriteString(`
 ## Checking the task
 
@@ -355,6 +356,11 @@ which is also the working directory. Expected values never enter it.
   case's ` + "`args`" + ` (a JSON array of positional arguments); the return value, as JSON, is compared with ` + "`expected`" + `.
   With isolation ` + "`grade`" + ` one process calls every case, in an order drawn from the grade's nonce; with ` + "`case`" + `
   each case gets a fresh container. What the callable prints goes to standard error and is not compared.
+  The shim encodes the value with Python's ` + "`json`" + ` module and no NaN: a tuple becomes an array, non-string dict
+  keys become strings, and a value holding NaN or an infinity (or a set, bytes, any object ` + "`json`" + ` cannot
+  encode) is no value: the case FAILs as if the callable had raised (decided by ` + "`exception`" + `, reason code
+  ` + "`runtime_error`" + `, "return value is not JSON"), whatever ` + "`allow_nan`" + ` says. A task that wants NaN returned
+  must ask for a string such as ` + "`\"NaN\"`" + `.
 - ` + "`command`" + `: ` + "`/artifacts/<command.path>`" + ` is executed (it needs its executable bit and a ` + "`#!`" + ` line) with
   the case's ` + "`argv`" + ` after it and its ` + "`stdin`" + `, in a fresh container per case; ` + "`expected_stdout`" + ` (when given)
   is compared with standard output, and the exit status must be ` + "`expected_exit`" + ` (0 when omitted).
@@ -418,7 +424,7 @@ var comparatorDocs = map[string]string{
 	judge.KindJSON:           "the output parses as JSON and equals the expected value (objects by key; numbers as decimal values or within the tolerances).",
 	judge.KindUnorderedLines: "the same lines (normalised as for lines) in any order.",
 	judge.KindCSV:            "strict RFC 4180 CSV, row by row and cell by cell: a cell whose expected text is a number is compared as a number, any other as text.",
-	judge.KindChecker:        "the task's own checker, a WebAssembly (WASI) module among the hidden files, accepts or rejects the output (function and command tasks; see the README's \"Checker comparators\"); a checker that fails makes the grade ERROR.",
+	judge.KindChecker:        "the task's own checker, a WebAssembly (WASI) module among the hidden files, accepts or rejects the output (function and command tasks; see \"Checker comparators\" for its protocol); a checker that fails makes the grade ERROR.",
 }
 
 var comparatorOptionDocs = map[string]string{
@@ -455,7 +461,7 @@ var fieldDocs = map[string]string{
 	"data.argv":             "the command line, run in `/artifacts`, for instance `[\"python3\", \"-I\", \"solution.py\"]`.",
 	"artifacts":             "the files, relative to the submission root, a submission must hold; only they are graded, and a missing one FAILs the grade.",
 	"isolation":             "`grade`: one candidate container runs every case (function tasks only); `case`: a fresh container per case (always so for command and data tasks).",
-	"disclosure":            "how much a verdict's reasons may say. Omitted: the harness decides (digest by default). `digest` quotes positions and digests of the candidate's output only, whatever the harness asks; `detailed` allows escaped excerpts of it, for debugging. Expected values are never quoted.",
+	"disclosure":            "how much a verdict's reasons may say. Omitted: the harness decides (digest by default). `digest` quotes positions and digests of the candidate's output only, whatever the harness asks; `detailed` allows escaped excerpts of it, for debugging. The judge never quotes expected values; under `detailed` a checker's reject message is quoted, and it is task text that may quote them.",
 	"limits":                "what each case may use; an omitted field takes its default.",
 	"limits.case_seconds":   "wall-clock seconds per case.",
 	"limits.memory_mb":      "memory of the candidate container, MiB.",
