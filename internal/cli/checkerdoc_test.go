@@ -169,3 +169,27 @@ func TestCheckerBuildLine(t *testing.T) {
 		t.Errorf("task/hidden/checker.wasm is not a WebAssembly module: % x", wasm[:min(8, len(wasm))])
 	}
 }
+
+// TestFunctionNaNDocumented: the task format says what a function that
+// returns NaN or an infinity gets (issue 29, item 8), in the words the
+// shim records and as the shim decides it (json.dumps with allow_nan=False).
+func TestFunctionNaNDocumented(t *testing.T) {
+	format, err := strictFormat("##")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, must := range []string{"NaN or an infinity", "decided by `exception`", "`runtime_error`", `"return value is not JSON"`} {
+		if !strings.Contains(format, must) {
+			t.Errorf("the task format does not say %q", must)
+		}
+	}
+	shim, err := os.ReadFile(filepath.Join("..", "..", "candidate", "shim.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, must := range []string{`json.dumps(record, allow_nan=False)`, `"return value is not JSON: "`} {
+		if !bytes.Contains(shim, []byte(must)) {
+			t.Errorf("candidate/shim.py no longer holds %q: the task format's NaN text may be wrong", must)
+		}
+	}
+}
