@@ -185,6 +185,31 @@ func TestVersion1VerdictStillVerifies(t *testing.T) {
 	}
 }
 
+// TestVersion2VerdictStillVerifies verifies a bundle and an envelope that
+// the build before schema version 3 (f7459a3) signed (testdata/v2, made
+// once and never regenerated): a FAIL whose failed case has no reason
+// code, as version 2 has none.
+func TestVersion2VerdictStillVerifies(t *testing.T) {
+	pub, err := attest.LoadPublicKeyFile("testdata/v2/grader.pub")
+	require.NoError(t, err)
+	sub, err := os.ReadFile("testdata/v2/verdict.submission")
+	require.NoError(t, err)
+	for _, name := range []string{"verdict.sigstore.json", "verdict.dsse.json"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "v2", name))
+			require.NoError(t, err)
+			got, err := attest.Verify(data, pub, attest.Expect{
+				SubmissionSHA256: sha(sub), TaskDigest: taskDigest, Tier: schema.TierStrict, Nonce: "nonce-v2-0123456789",
+			})
+			require.NoError(t, err)
+			assert.Equal(t, schema.IDv2, got.Verdict.Schema)
+			assert.Equal(t, schema.IDv2, got.Statement.Predicate.VerdictSchema.URI)
+			assert.Equal(t, schema.OutcomeFail, got.Verdict.Outcome)
+			assert.Empty(t, got.Verdict.Cases[1].ReasonCode, "version 2 has no case reason code")
+		})
+	}
+}
+
 // TestKeyID pins what Verify does with the DSSE keyid, which the signature
 // does not cover: empty (what Sign writes) and the key's own SHA256
 // fingerprint verify; any other value fails.

@@ -122,13 +122,13 @@ func Example_statement() {
 	//       }
 	//     },
 	//     "verdictSchema": {
-	//       "uri": "https://strictgrade.dev/schema/verdict/v2",
+	//       "uri": "https://strictgrade.dev/schema/verdict/v3",
 	//       "digest": {
-	//         "sha256": "c90f6802ccd0ead9926c54cedde9a320f9af1e06db60334401eaabc14d39d361"
+	//         "sha256": "991f05a030d9d2283b1253a7c31eff100dbdc4ecb1aee2c121727ed791edf278"
 	//       }
 	//     },
 	//     "verdict": {
-	//       "schema": "https://strictgrade.dev/schema/verdict/v2",
+	//       "schema": "https://strictgrade.dev/schema/verdict/v3",
 	//       "run_id": "run-1",
 	//       "task": {
 	//         "id": "fn/add",

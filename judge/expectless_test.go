@@ -61,3 +61,51 @@ func TestFunctionCheckerWithoutExpected(t *testing.T) {
 		t.Errorf("verdict %s %s, want FAIL wrong_answer", v.Outcome, v.ReasonCode)
 	}
 }
+
+// TestCaseReasonCode: a case that fails carries its own reason code, the
+// one the verdict takes when it is the first failure; a checker-rejected
+// case had none (issue 29, item 8), only the verdict said wrong_answer.
+func TestCaseReasonCode(t *testing.T) {
+	module := testChecker(t)
+	for _, command := range []bool{false, true} {
+		name := "function"
+		if command {
+			name = "command"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := checkerFixture(module, "", command,
+				checkerCase{id: "right", args: `["sorted",[2,1]]`, expected: `[1,2]`, output: `[2,1]`},
+				checkerCase{id: "rejected", args: `["sorted",[2,1]]`, expected: `[1,2]`, output: `[3]`},
+				checkerCase{id: "timed-out", args: `["sorted",[2,1]]`, expected: `[1,2]`, output: `[1,2]`,
+					result: &RunResult{Exit: schema.ExitTimeout, DurationMS: 10000}},
+			)
+			if command {
+				// A command's checker input is {"argv": [...]}: argv[0]
+				// picks the mode and "sorted" reads args[1], so use "equal".
+				f = checkerFixture(module, "", true,
+					checkerCase{id: "right", args: `["equal"]`, expected: "ok\n", output: "ok\n"},
+					checkerCase{id: "rejected", args: `["equal"]`, expected: "ok\n", output: "no\n"},
+					checkerCase{id: "timed-out", args: `["equal"]`, expected: "ok\n", output: "ok\n",
+						result: &RunResult{Exit: schema.ExitTimeout, DurationMS: 10000}},
+				)
+			}
+			v, err := judgeDir(t, f.write(t))
+			if err != nil {
+				t.Fatalf("Judge: %v", err)
+			}
+			mustValidate(t, v)
+			got := map[string]string{}
+			for _, c := range v.Cases {
+				got[c.ID] = string(c.Outcome) + " " + c.DecidedBy + " " + c.ReasonCode
+			}
+			want := map[string]string{
+				"right":     "PASS checker ",
+				"rejected":  "FAIL checker " + schema.ReasonWrongAnswer,
+				"timed-out": "FAIL limit " + schema.ReasonTimeout,
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("cases (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -150,6 +150,7 @@ func Judge(in *Input) (*schema.Verdict, error) {
 		rec := schema.Case{ID: c.ID, Outcome: schema.OutcomePass, DecidedBy: d.by, Exit: schema.ExitNotRun}
 		if !d.pass {
 			rec.Outcome = schema.OutcomeFail
+			rec.ReasonCode = d.code
 			rec.Reason = clampText(d.reason, maxCaseReasonBytes)
 			failed++
 			if first < 0 {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -344,6 +345,16 @@ func TestFullyPopulatedVerdict(t *testing.T) {
 		"compat":       dig(inst, "compat"),
 		"dropped_hunk": dig(inst, "compat", "dropped_hunks", 0),
 	}
+	// A case's reason_code belongs to a case that did not pass, which a
+	// PASS verdict cannot hold: it comes from the same verdict failed.
+	failed := full()
+	failed.Outcome, failed.ReasonCode, failed.Compat.Flipped = schema.OutcomeFail, schema.ReasonWrongAnswer, false
+	failed.Cases[0].Outcome, failed.Cases[0].ReasonCode = schema.OutcomeFail, schema.ReasonWrongAnswer
+	failedData, err := schema.Marshal(failed)
+	require.NoError(t, err)
+	var failedInst any
+	require.NoError(t, json.Unmarshal(failedData, &failedInst))
+	failedCase := dig(failedInst, "cases", 0).(map[string]any)
 	for def, obj := range where {
 		node := doc
 		if def != "" {
@@ -351,6 +362,10 @@ func TestFullyPopulatedVerdict(t *testing.T) {
 		}
 		m, ok := obj.(map[string]any)
 		require.True(t, ok, "no object for %q", def)
+		if def == "case" {
+			m = maps.Clone(m)
+			maps.Copy(m, failedCase)
+		}
 		for p := range node["properties"].(map[string]any) {
 			assert.Contains(t, m, p, "fully populated verdict lacks %s/%s", def, p)
 		}
@@ -523,12 +538,13 @@ func TestSchemaIdentity(t *testing.T) {
 // schema by adding a version instead.
 var releasedDigests = map[string]string{
 	schema.IDv1: "4c391bf09c441d50d01d3f451a568e23eac3400b1b1f0859a7edec0e5bd3fd6f",
-	schema.ID:   "c90f6802ccd0ead9926c54cedde9a320f9af1e06db60334401eaabc14d39d361",
+	schema.IDv2: "c90f6802ccd0ead9926c54cedde9a320f9af1e06db60334401eaabc14d39d361",
+	schema.ID:   "991f05a030d9d2283b1253a7c31eff100dbdc4ecb1aee2c121727ed791edf278",
 }
 
 func TestSchemaVersions(t *testing.T) {
 	ids := schema.Versions()
-	require.Equal(t, []string{schema.IDv1, schema.ID}, ids)
+	require.Equal(t, []string{schema.IDv1, schema.IDv2, schema.ID}, ids)
 	for id, want := range releasedDigests {
 		got, ok := schema.SchemaDigest(id)
 		require.True(t, ok, id)

@@ -17,10 +17,14 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
-// ID is the $id of the current verdict schema, version 2
-// (verdict-v2.json), and the "schema" value of every verdict this build
+// ID is the $id of the current verdict schema, version 3
+// (verdict-v3.json), and the "schema" value of every verdict this build
 // makes.
-const ID = "https://strictgrade.dev/schema/verdict/v2"
+const ID = "https://strictgrade.dev/schema/verdict/v3"
+
+// IDv2 is the $id of version 2 (verdict-v2.json). Version 3 added a
+// case's own reason_code; Validate still accepts version-2 verdicts.
+const IDv2 = "https://strictgrade.dev/schema/verdict/v2"
 
 // IDv1 is the $id of version 1 (verdict-v1.json). Version 2 added the
 // disclosure and case_order fields; Validate still accepts version-1
@@ -32,6 +36,8 @@ var (
 	schemaV1JSON []byte
 	//go:embed verdict-v2.json
 	schemaV2JSON []byte
+	//go:embed verdict-v3.json
+	schemaV3JSON []byte
 )
 
 // version is one embedded verdict schema.
@@ -46,7 +52,8 @@ type version struct {
 // is never edited once released: a change is a new version, added here.
 var versions = []*version{
 	newVersion(IDv1, schemaV1JSON),
-	newVersion(ID, schemaV2JSON),
+	newVersion(IDv2, schemaV2JSON),
+	newVersion(ID, schemaV3JSON),
 }
 
 func newVersion(id string, data []byte) *version {
@@ -74,7 +81,7 @@ var current = lookupVersion(ID)
 // start. Safe from any goroutine, and once compiled it does nothing.
 func Preload() { current.load() }
 
-// JSON returns a copy of the current verdict schema (verdict-v2.json).
+// JSON returns a copy of the current verdict schema (verdict-v3.json).
 func JSON() []byte { return bytes.Clone(current.json) }
 
 // Digest returns the lowercase-hex sha256 of the current schema's bytes; a
@@ -154,7 +161,7 @@ func versionOf(val any) *version {
 }
 
 // Validate parses data as a verdict of the schema version its "schema"
-// field names (ID or IDv1; anything else is checked against ID, and fails
+// field names (ID, IDv2 or IDv1; anything else is checked against ID, and fails
 // on that field). It refuses input over MaxSize, malformed JSON, trailing
 // data, duplicate keys, invalid UTF-8, non-finite or non-integer numbers,
 // every violation of that version's schema, and a verdict that contradicts
@@ -207,6 +214,12 @@ func (v *Verdict) check(probs *problemList) {
 			continue
 		}
 		seen[c.ID] = i
+	}
+	for i, c := range v.Cases {
+		if c.Outcome == OutcomePass && c.ReasonCode != "" {
+			probs.add(Problem{Location: "/cases/" + strconv.Itoa(i) + "/reason_code", Rule: "case-reason-code", Err: ErrInconsistent,
+				Message: "a case that passed has no reason code"})
+		}
 	}
 	if want := TestsHash(ids); v.TestsHash != want {
 		probs.add(Problem{Location: "/tests_hash", Rule: "tests-hash", Err: ErrInconsistent,

@@ -66,7 +66,7 @@ func ParseTier(s string) (Tier, error) {
 }
 
 // Verdict is the Go form of a verdict document. Field for field it matches
-// the current schema (verdict-v2.json); a test keeps the two in step. A
+// the current schema (verdict-v3.json); a test keeps the two in step. A
 // version-1 document decodes into it with Disclosure and CaseOrder unset.
 //
 // The judge supplies the outcome and the cases; the host controller adds
@@ -177,6 +177,10 @@ type Case struct {
 	// DecidedBy names the comparator or check that decided (see the
 	// DecidedBy* constants).
 	DecidedBy string `json:"decided_by"`
+	// ReasonCode is the machine-readable reason of a case that did not
+	// pass, from the same vocabulary as Verdict.ReasonCode (version 3;
+	// empty for a PASS, and in verdicts of earlier versions).
+	ReasonCode string `json:"reason_code,omitempty"`
 	// Reason says why, e.g. the first difference. Candidate text must be
 	// escaped and truncated first (see Excerpt).
 	Reason     string `json:"reason,omitempty"`

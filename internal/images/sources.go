@@ -6,6 +6,6 @@ package images
 // of judgePackage and of initPackage), checked against the source by
 // TestJudgeSourceRecorded.
 const (
-	judgeSource = "a4197813affad639f64aa5c10203a1928e8513fa52d65090fa211380b999e994"
+	judgeSource = "939eb5b17f618f5741db6598872dbbf7269380902a5283002207075c15c6a1ca"
 	initSource  = "36cf8e02243b339e9de93e521212fc4bcbf3835bffd9ad0ec99fd75928539abc"
 )
