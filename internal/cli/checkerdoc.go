@@ -16,12 +16,13 @@ const checkerGenerate = `//go:generate env GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0
 
 // checkerFuel holds what the docs say of the checker's fuel budget, the
 // deterministic limit that decides how much work one checker run may do
-// (issue 29, item 4, built on another branch). The placeholders are
-// replaced by the judge's constants when that branch lands: the option's
-// name, its default and maximum, and the reason code of a case whose
-// checker ran out of fuel.
-var checkerFuel = struct{ option, def, max, code string }{
-	option: "fuel", def: "FUEL_DEFAULT", max: "FUEL_MAX", code: "FUEL_REASON_CODE",
+// (issue 29, item 4, built on branch wip/checker). The placeholders are
+// replaced by the judge's constants when that branch lands:
+//
+//	def: fmt.Sprint(judge.DefaultCheckerFuel), max: fmt.Sprint(judge.MaxCheckerFuel),
+//	total: fmt.Sprint(judge.CheckerTotalFuel), code: judge.ReasonCheckerFuel
+var checkerFuel = struct{ option, def, max, total, code string }{
+	option: "fuel", def: "FUEL_DEFAULT", max: "FUEL_MAX", total: "FUEL_TOTAL", code: "FUEL_REASON_CODE",
 }
 
 // checkerProtocol is the checker comparator's reference, from the code
@@ -44,6 +45,7 @@ func checkerProtocol(h string) string {
 		"{fuel}", checkerFuel.option,
 		"{fueldef}", checkerFuel.def,
 		"{fuelmax}", checkerFuel.max,
+		"{fueltotal}", checkerFuel.total,
 		"{fuelcode}", checkerFuel.code,
 		"{generate}", checkerGenerate,
 		"{accept}", judge.CheckerAccept,
@@ -96,13 +98,15 @@ reading; sleeping returns at once; a fixed random stream): the same input always
 
 Each is a field of ` + "`compare`" + ` next to ` + "`module`" + `; an omitted one takes its default.
 
-- ` + "`{fuel}`" + `: how much work one run may do, in instructions counted by the judge (each function entry and each
-  loop iteration costs the instructions of its body), default {fueldef}, at most {fuelmax}. The count
-  does not depend on the machine or its load: the same module on the same input always uses the same fuel.
+- ` + "`{fuel}`" + `: how much work one run may do, in units the judge meters into the module before compiling it (a
+  charge for each straight run of instructions it executes, bulk memory operations by their length), default
+  {fueldef}, at most {fuelmax}; all checker runs of a grade share {fueltotal}. The count does not depend
+  on the machine or its load: the same module on the same input always uses the same fuel.
 - ` + "`memory_pages`" + `: the module's memory in 64 KiB pages, default {pages} ({mib} MiB), at most {maxpages} ({maxmib} MiB).
 - ` + "`output_bytes`" + `: the most the checker may write as its answer, default {answer}, at most {maxanswer}.
 - ` + "`timeout_ms`" + `: a wall-clock backstop per run, default {timeout} ms, at most {maxtimeout}; all checker runs of a
-  grade share {total} s. It catches a grader that is stuck, not a slow checker: fuel decides that.
+  grade share {total} s. It catches a grader that cannot go on, not a slow checker: fuel decides that. A task
+  that raises ` + "`{fuel}`" + ` should raise ` + "`timeout_ms`" + ` with it.
 
 A candidate output larger than a sixteenth of the checker's memory ({reads} bytes at the default) is not
 given to the checker: the case FAILs with reason code ` + "`output_limit`" + `, as do the candidate's other failures
@@ -114,7 +118,7 @@ given to the checker: the case FAILs with reason code ` + "`output_limit`" + `, 
 |---|---|---|
 | answers ` + "`{accept}`" + ` | PASS (decided by ` + "`checker`" + `) | as the other cases decide |
 | answers ` + "`{reject}`" + ` | FAIL, reason code ` + "`wrong_answer`" + ` | FAIL |
-| runs out of fuel | FAIL, reason code ` + "`{fuelcode}`" + `: the candidate's output made it work that much | FAIL |
+| runs out of fuel (its own, or what is left of the grade's) | FAIL, reason code ` + "`{fuelcode}`" + `: the candidate's output made it work that much | FAIL |
 | traps, panics, exits non-zero, runs out of memory, writes more than ` + "`output_bytes`" + `, answers nothing or something else, reaches the wall-clock backstop, or does not compile | not decided | **ERROR**, reason code ` + "`checker_failed`" + ` |
 
 An ERROR is a defect of the task (or of the grader), never the candidate's FAIL and never a PASS: the judge
@@ -142,8 +146,8 @@ garbage after it. So a checker must:
 {h} What a verdict says of a reject
 
 Under the default disclosure policy, ` + "`digest`" + `, a rejected case's reason says only that the checker rejected
-the output: no part, length or digest of the message. Under ` + "`detailed`" + ` the message is quoted, escaped and
-truncated. The message is **task text**: whatever the checker puts in it (the expected value, a hidden edge,
+the output (and, as for every comparator, the length and a sha256 prefix of the candidate's own output): no
+part, length or digest of the message. Under ` + "`detailed`" + ` the message is quoted, escaped and cut to 240 bytes. The message is **task text**: whatever the checker puts in it (the expected value, a hidden edge,
 the right length) reaches whoever reads a detailed verdict, the agent included when the harness shows it. Keep
 expected data out of messages, or keep detailed verdicts away from the agent.
 

@@ -437,8 +437,10 @@ var comparatorOptionDocs = map[string]string{
 	"module":           "the checker module's path below hidden/ (checker, required).",
 	"memory_pages": fmt.Sprintf("the checker's memory in 64 KiB pages, 1 to %d; default %d (%d MiB) (checker).",
 		judge.MaxCheckerMemoryPages, judge.DefaultCheckerMemoryPages, judge.DefaultCheckerMemoryPages/16),
-	"timeout_ms": fmt.Sprintf("the checker's wall-clock time per case in milliseconds, 1 to %d; default %d; all checker runs of a grade share %.0f s (checker).",
+	"timeout_ms": fmt.Sprintf("a wall-clock backstop per case in milliseconds (fuel decides how much a checker may do), 1 to %d; default %d; all checker runs of a grade share %.0f s (checker).",
 		judge.MaxCheckerTimeoutMS, judge.DefaultCheckerTimeoutMS, judge.CheckerTotalTime.Seconds()),
+	"fuel": fmt.Sprintf("how much work one checker run may do, in metered units, the same on every machine; 1 to %s; default %s; all checker runs of a grade share %s; running out fails the case (%s) (checker).",
+		checkerFuel.max, checkerFuel.def, checkerFuel.total, checkerFuel.code),
 	"output_bytes": fmt.Sprintf("the most the checker may write as its answer, 1 to %d bytes; default %d (checker).",
 		judge.MaxCheckerOutputBytes, judge.DefaultCheckerOutputBytes),
 }
