@@ -135,32 +135,7 @@ func TestCheckerBuildLine(t *testing.T) {
 		t.Errorf("examples/toposort/checker/main.go does not carry the README's go:generate line\n%s", line)
 	}
 
-	// A checker author's layout: the checker next to the task directory,
-	// in a module of its own.
-	dir := t.TempDir()
-	files := map[string]string{
-		"go.mod": "module example.com/mytask\n\ngo 1.24\n",
-		"checker/main.go": "// Command checker accepts every output.\npackage main\n\n" + line + "\n\n" +
-			"import (\n\t\"io\"\n\t\"os\"\n)\n\nfunc main() {\n\tio.Copy(io.Discard, os.Stdin)\n\tos.Stdout.WriteString(`{\"verdict\": \"accept\"}`)\n}\n",
-	}
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "task", "hidden"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), "go", "generate", "./checker")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go generate ./checker with the README's line failed: %v\n%s", err, out)
-	}
+	dir := buildChecker(t, line, acceptChecker)
 	wasm, err := os.ReadFile(filepath.Join(dir, "task", "hidden", "checker.wasm"))
 	if err != nil {
 		t.Fatalf("the line built no task/hidden/checker.wasm: %v", err)
@@ -192,4 +167,41 @@ func TestFunctionNaNDocumented(t *testing.T) {
 			t.Errorf("candidate/shim.py no longer holds %q: the task format's NaN text may be wrong", must)
 		}
 	}
+}
+
+// acceptChecker is a checker's source that accepts every output.
+const acceptChecker = "// Command checker accepts every output.\npackage main\n\n{generate}\n\n" +
+	"import (\n\t\"io\"\n\t\"os\"\n)\n\nfunc main() {\n\tio.Copy(io.Discard, os.Stdin)\n\tos.Stdout.WriteString(`{\"verdict\": \"accept\"}`)\n}\n"
+
+// buildChecker lays out what a checker author would, following the docs:
+// a module holding checker/main.go (source, with {generate} replaced by
+// the go:generate line) next to task/hidden/, and runs go generate
+// ./checker. It returns the module's directory; the module is in
+// task/hidden/checker.wasm.
+func buildChecker(t *testing.T, line, source string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":          "module example.com/mytask\n\ngo 1.24\n",
+		"checker/main.go": strings.Replace(source, "{generate}", line, 1),
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "task", "hidden"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), "go", "generate", "./checker")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go generate ./checker with the docs' line failed: %v\n%s", err, out)
+	}
+	return dir
 }
