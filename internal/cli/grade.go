@@ -239,9 +239,13 @@ func printVerdict(w io.Writer, v *schema.Verdict) {
 	fmt.Fprintln(w)
 	if len(v.Cases) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CASE\tOUTCOME\tDECIDED BY\tEXIT\tMS\tREASON")
+		fmt.Fprintln(tw, "CASE\tOUTCOME\tDECIDED BY\tCODE\tEXIT\tMS\tREASON")
 		for _, c := range v.Cases {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", c.ID, c.Outcome, c.DecidedBy, c.Exit, c.DurationMS, c.Reason)
+			code := c.ReasonCode
+			if code == "" {
+				code = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", c.ID, c.Outcome, c.DecidedBy, code, c.Exit, c.DurationMS, c.Reason)
 		}
 		tw.Flush()
 	}
