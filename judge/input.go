@@ -77,6 +77,13 @@ type RunResult struct {
 	// candidate, such as output files the firewall rejected. The case
 	// fails (rejected_artifact) with this text as its reason.
 	Error string `json:"error,omitempty"`
+	// TooLarge lists, by their place in Cases.Reads (0-based, ascending),
+	// the outputs of the case the controller left out of the judge's
+	// input because they are larger than the judge reads (OutputBudget).
+	// The judge records each as too large, with the limit its own budget
+	// gives it there, as it would have found by reading the file; it
+	// reads nothing of it and charges nothing for it.
+	TooLarge []int `json:"too_large,omitempty"`
 }
 
 // Input is everything the judge decides on.
@@ -114,6 +121,88 @@ type Blob struct {
 	// Data is then empty.
 	TooLarge bool
 	Limit    int64
+}
+
+// Reads lists the candidate files ReadInput reads of case i of a task of
+// kind, relative to outputs/<i>/, in the order it reads them: the shim's
+// record of a function case; the standard output of a command case graded
+// on it (expected_stdout or a checker); the expected files of a data
+// case, by name. It reads nothing else, so nothing else of what a
+// candidate leaves needs to reach the judge.
+func (cs *Cases) Reads(kind schema.TaskKind, i int) []string {
+	c := cs.Cases[i]
+	switch kind {
+	case schema.KindFunction:
+		return []string{valuePath}
+	case schema.KindCommand:
+		if c.ExpectedStdout != nil || cs.Comparator(c).Kind == KindChecker {
+			return []string{StdoutFile}
+		}
+	case schema.KindData:
+		names := sortedKeys(c.ExpectedFiles)
+		for k, name := range names {
+			names[k] = FilesDir + "/" + name
+		}
+		return names
+	}
+	return nil
+}
+
+// HiddenReads lists the files of the hidden directory ReadInput reads
+// after cases.json, in the order it reads them: the expected files the
+// cases name, then their checker modules, each once. It reads nothing
+// else of the hidden directory (input files, say), so nothing else needs
+// to reach the judge.
+func (cs *Cases) HiddenReads() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(rel string) {
+		if !seen[rel] {
+			seen[rel] = true
+			out = append(out, rel)
+		}
+	}
+	for _, c := range cs.Cases {
+		for _, name := range sortedKeys(c.ExpectedFiles) {
+			add(c.ExpectedFiles[name])
+		}
+	}
+	for _, c := range cs.Cases {
+		if cmp := cs.Comparator(c); cmp.Kind == KindChecker {
+			add(cmp.Module)
+		}
+	}
+	return out
+}
+
+// OutputBudget is what ReadInput reads of candidate outputs: each file
+// whole when it is at most Limit bytes, which is MaxFileSize or what is
+// left of MaxOutputsSize, whichever is less, and the files in case order
+// and, within a case, in the order of Cases.Reads. A file larger than
+// Limit is too large: it fails its case (output_limit), and the budget is
+// charged nothing for it, so that the outputs after it are read within
+// what remains. A controller walks the outputs with an OutputBudget of its
+// own to send the judge only what it reads (RunResult.TooLarge).
+type OutputBudget struct {
+	file, left int64
+}
+
+// NewOutputBudget returns the budget of one ReadInput.
+func NewOutputBudget() *OutputBudget { return defaultLimits.outputBudget() }
+
+func (l limits) outputBudget() *OutputBudget { return &OutputBudget{file: l.file, left: l.outputs} }
+
+// Limit is the most the judge reads of the next file.
+func (b *OutputBudget) Limit() int64 { return min(b.file, b.left) }
+
+// Take reports whether the next file, of n bytes, is read whole, and
+// charges it when it is.
+func (b *OutputBudget) Take(n int64) bool {
+	if n > b.Limit() {
+		return false
+	}
+	b.left -= n
+	return true
 }
 
 // Names inside the input root.
@@ -161,7 +250,7 @@ func readInput(root string, lim limits) (*Input, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	defer r.Close()
-	rd := &reader{root: r, file: lim.file, hidden: lim.hidden, outputs: lim.outputs}
+	rd := &reader{root: r, file: lim.file, hidden: lim.hidden, outputs: lim.outputBudget()}
 
 	data, err := rd.trusted(MetaFile, maxMetaSize, nil)
 	if err != nil {
@@ -177,26 +266,8 @@ func readInput(root string, lim limits) (*Input, error) {
 	if in.Cases, err = LoadCases(data, in.Meta.Kind); err != nil {
 		return nil, fmt.Errorf("%s: %w", hiddenCases, err)
 	}
-	for _, c := range in.Cases.Cases {
-		for _, name := range sortedKeys(c.ExpectedFiles) {
-			rel := c.ExpectedFiles[name]
-			if _, done := in.Hidden[rel]; done {
-				continue
-			}
-			if in.Hidden[rel], err = rd.trusted(HiddenDir+"/"+rel, rd.file, &rd.hidden); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for _, c := range in.Cases.Cases {
-		cmp := in.Cases.Comparator(c)
-		if cmp.Kind != KindChecker {
-			continue
-		}
-		if _, done := in.Hidden[cmp.Module]; done {
-			continue
-		}
-		if in.Hidden[cmp.Module], err = rd.trusted(HiddenDir+"/"+cmp.Module, rd.file, &rd.hidden); err != nil {
+	for _, rel := range in.Cases.HiddenReads() {
+		if in.Hidden[rel], err = rd.trusted(HiddenDir+"/"+rel, rd.file, &rd.hidden); err != nil {
 			return nil, err
 		}
 	}
@@ -220,27 +291,31 @@ func readInput(root string, lim limits) (*Input, error) {
 		in.Outputs[i].Result = res
 	}
 	// Only now the candidate's bytes, in case order.
-	for i, c := range in.Cases.Cases {
+	for i := range in.Cases.Cases {
 		dir := OutputsDir + "/" + strconv.Itoa(i) + "/"
 		out := &in.Outputs[i]
 		if out.Result == nil {
 			continue
 		}
 		out.Files = map[string]*Blob{}
-		switch in.Meta.Kind {
-		case schema.KindFunction:
-			if b := rd.candidate(dir + valuePath); b != nil {
-				out.Files[ValueFile] = b
+		reads := in.Cases.Reads(in.Meta.Kind, i)
+		tooLarge := out.Result.TooLarge
+		if !slices.IsSorted(tooLarge) || len(slices.Compact(slices.Clone(tooLarge))) != len(tooLarge) ||
+			len(tooLarge) > 0 && (tooLarge[0] < 0 || tooLarge[len(tooLarge)-1] >= len(reads)) {
+			return nil, fmt.Errorf("%w: %s: too_large %v does not name outputs the judge reads (0..%d, ascending)", ErrInput, dir+ResultFile, tooLarge, len(reads)-1)
+		}
+		for k, rel := range reads {
+			var b *Blob
+			if _, cut := slices.BinarySearch(tooLarge, k); cut {
+				b = &Blob{TooLarge: true, Limit: rd.outputs.Limit()}
+			} else {
+				b = rd.candidate(dir + rel)
 			}
-		case schema.KindCommand:
-			if c.ExpectedStdout != nil || in.Cases.Comparator(c).Kind == KindChecker {
-				out.Stdout = rd.candidate(dir + StdoutFile)
-			}
-		case schema.KindData:
-			for _, name := range sortedKeys(c.ExpectedFiles) {
-				if b := rd.candidate(dir + FilesDir + "/" + name); b != nil {
-					out.Files[name] = b
-				}
+			switch {
+			case rel == StdoutFile:
+				out.Stdout = b
+			case b != nil:
+				out.Files[strings.TrimPrefix(rel, FilesDir+"/")] = b
 			}
 		}
 	}
@@ -253,7 +328,8 @@ type reader struct {
 	root *os.Root
 	file int64 // per file
 	// What is left of the budgets.
-	hidden, outputs int64
+	hidden  int64
+	outputs *OutputBudget
 }
 
 // trusted reads a file the controller or the task provides, at most limit
@@ -277,10 +353,13 @@ func (rd *reader) trusted(name string, limit int64, budget *int64) ([]byte, erro
 // candidate reads a file the candidate produced, within the outputs
 // budget; nil means it is missing or not a regular file.
 func (rd *reader) candidate(name string) *Blob {
-	limit := min(rd.file, rd.outputs)
-	data, tooLarge, err := rd.read(name, limit, &rd.outputs)
+	limit := rd.outputs.Limit()
+	data, tooLarge, err := rd.read(name, limit, nil)
 	if err != nil {
 		return nil
+	}
+	if !tooLarge {
+		rd.outputs.Take(int64(len(data)))
 	}
 	return &Blob{Data: data, TooLarge: tooLarge, Limit: limit}
 }

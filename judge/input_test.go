@@ -2,8 +2,11 @@ package judge
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -99,5 +102,73 @@ func TestReadInputHiddenBudget(t *testing.T) {
 	_, err = readInput(data(strings.Repeat("e", 60), "").write(t), lim)
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "hidden files") {
 		t.Errorf("err = %v, want ErrTooLarge for the hidden files", err)
+	}
+}
+
+// TestReadInputTooLargeMarked: an output the controller marks too large
+// (RunResult.TooLarge) is recorded as too large with the limit the budget
+// gives it there, without being read or charged, exactly as the same
+// output left whole in the input would be; marks that name nothing the
+// judge reads are the controller's error.
+func TestReadInputTooLargeMarked(t *testing.T) {
+	lim := limits{file: 1000, hidden: 1 << 20, outputs: 150}
+	big := strings.Repeat("b", 51)
+	whole := fixture{kind: schema.KindCommand, cases: okCases, outs: []out{
+		stdout(0, strings.Repeat("a", 100)), // read: 50 bytes left
+		stdout(0, big),                      // more than is left
+		stdout(0, "ok\n"),
+		stdout(0, "ok\n"),
+	}}
+	marked := whole
+	marked.outs = slices.Clone(whole.outs)
+	marked.outs[1] = out{result: &RunResult{Exit: schema.ExitExited, DurationMS: 25, TooLarge: []int{0}}}
+	want, err := readInput(whole.write(t), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readInput(marked.write(t), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got.Outputs {
+		got.Outputs[i].Result, want.Outputs[i].Result = nil, nil
+	}
+	if diff := cmp.Diff(want.Outputs, got.Outputs); diff != "" {
+		t.Errorf("a marked output reads otherwise than the output itself (-whole +marked):\n%s", diff)
+	}
+
+	for _, bad := range [][]int{{1}, {-1}, {0, 0}} {
+		f := whole
+		f.outs = slices.Clone(whole.outs)
+		f.outs[1] = out{result: &RunResult{Exit: schema.ExitExited, TooLarge: bad}}
+		if _, err := readInput(f.write(t), lim); !errors.Is(err, ErrInput) {
+			t.Errorf("too_large %v: err = %v, want ErrInput", bad, err)
+		}
+	}
+}
+
+// TestCasesReads: what the judge reads of each kind of case.
+func TestCasesReads(t *testing.T) {
+	tests := []struct {
+		kind  schema.TaskKind
+		cases string
+		want  [][]string
+	}{
+		{schema.KindFunction, `{"cases":[{"id":"a","args":[],"expected":1}]}`, [][]string{{"files/value.json"}}},
+		{schema.KindCommand, `{"cases":[{"id":"a","expected_stdout":""},{"id":"b","expected_exit":3}]}`, [][]string{{"stdout"}, nil}},
+		{schema.KindData, `{"cases":[{"id":"a","expected_files":{"z":"w","a/b":"w"}}]}`, [][]string{{"files/a/b", "files/z"}}},
+	}
+	for _, tt := range tests {
+		cs, err := LoadCases([]byte(tt.cases), tt.kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][]string
+		for i := range cs.Cases {
+			got = append(got, cs.Reads(tt.kind, i))
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.kind, diff)
+		}
 	}
 }

@@ -6,6 +6,6 @@ package images
 // of judgePackage and of initPackage), checked against the source by
 // TestJudgeSourceRecorded.
 const (
-	judgeSource = "939eb5b17f618f5741db6598872dbbf7269380902a5283002207075c15c6a1ca"
+	judgeSource = "b81bea62037c183eede590e69564d4ff901057973c39ac6f1f8b67c6f945a491"
 	initSource  = "36cf8e02243b339e9de93e521212fc4bcbf3835bffd9ad0ec99fd75928539abc"
 )
