@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -137,10 +138,9 @@ func TestOutputsArchiveKeepsGradedFiles(t *testing.T) {
 		for j := range 9000 {
 			files["junk-"+strconv.Itoa(j)] = nil
 		}
-		outs.Cases[i] = candidate.Case{Record: candidate.Record{Exit: schema.ExitExited}, Files: files}
+		outs.Cases[i] = candidate.Case{Record: candidate.Record{Exit: schema.ExitExited}, Files: files, Stdout: []byte("out"), Stderr: []byte("err")}
 	}
-	g := &grade{task: &task.Task{Spec: task.Spec{Kind: schema.KindData}, Cases: &judge.Cases{Cases: cases}}}
-	data, err := outputsArchive(outs, g.graded)
+	data, err := outputsArchive(outs, &judge.Cases{Cases: cases}, schema.KindData)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,24 +148,39 @@ func TestOutputsArchiveKeepsGradedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the judge's volume refuses the outputs: %v", err)
 	}
-	// Per case: its directory, files/, result.json, stdout, stderr, out.txt.
-	if want := len(cases) * 6; len(man.Files)+len(man.Dirs) > want+1 {
+	// Per case: its directory, files/, result.json, out.txt.
+	if want := len(cases) * 4; len(man.Files)+len(man.Dirs) > want+1 {
 		t.Errorf("%d entries reach the judge, want at most %d", len(man.Files)+len(man.Dirs), want+1)
 	}
-	for i, tt := range []struct {
+
+	// Of each kind, what reaches the judge: what it reads, and nothing
+	// else (neither stderr nor an ungraded stdout).
+	for _, tt := range []struct {
 		kind schema.TaskKind
-		name string
-		want bool
+		c    judge.Case
+		want []string
 	}{
-		{schema.KindFunction, judge.ValueFile, true},
-		{schema.KindFunction, "out.txt", false},
-		{schema.KindData, "out.txt", true},
-		{schema.KindData, judge.ValueFile, false},
-		{schema.KindCommand, "out.txt", false},
+		{schema.KindFunction, judge.Case{ID: "f"}, []string{"outputs/0/files/value.json", "outputs/0/result.json"}},
+		{schema.KindData, judge.Case{ID: "d", ExpectedFiles: map[string]string{"out.txt": "e"}}, []string{"outputs/0/files/out.txt", "outputs/0/result.json"}},
+		{schema.KindCommand, judge.Case{ID: "c", ExpectedStdout: new("out")}, []string{"outputs/0/result.json", "outputs/0/stdout"}},
+		{schema.KindCommand, judge.Case{ID: "e", ExpectedExit: new(0)}, []string{"outputs/0/result.json"}},
 	} {
-		g.task.Spec.Kind = tt.kind
-		if got := g.graded(0, tt.name); got != tt.want {
-			t.Errorf("%d: %s task, %s: graded %v, want %v", i, tt.kind, tt.name, got, tt.want)
+		outs := &candidate.Outputs{Cases: []candidate.Case{{Record: candidate.Record{Exit: schema.ExitExited}, Stdout: []byte("out"), Stderr: []byte("err"),
+			Files: map[string][]byte{judge.ValueFile: []byte(`{"ok":true,"value":1}`), "out.txt": []byte("x"), "other": nil}}}}
+		data, err := outputsArchive(outs, &judge.Cases{Cases: []judge.Case{tt.c}}, tt.kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		man, err := firewall.Filter(t.Context(), bytes.NewReader(data), io.Discard, judgePolicy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range man.Files {
+			got = append(got, f.Path)
+		}
+		if slices.Sort(got); !slices.Equal(got, tt.want) {
+			t.Errorf("%s case %s: %v reach the judge, want %v", tt.kind, tt.c.ID, got, tt.want)
 		}
 	}
 }

@@ -489,7 +489,7 @@ const judgeRoot = "/judge"
 // task's hidden directory, and creates (without starting) the judge's
 // container over it.
 func (g *grade) prepareJudge(ctx context.Context, cl *sandbox.Cleanup, meta judge.Meta) (string, *judgeRun, error) {
-	input, err := g.judgeInput(ctx, meta, nil)
+	input, err := g.judgeInput(meta, nil)
 	if err != nil {
 		return "", nil, err
 	}
@@ -533,14 +533,52 @@ func (g *grade) judgeSpec(input []byte) sandbox.Spec {
 	return sandbox.Spec{
 		Run: g.req.Run, Phase: "judge", Image: g.req.JudgeImage, Cmd: g.judgeCmd, Env: []string{"TZ=UTC"},
 		Trees:  []sandbox.Tree{{Dir: judgeRoot, Archive: input, Policy: judgePolicy}},
-		Limits: sandbox.Limits{MemoryBytes: 1 << 30, StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true, Wall: judgeWork},
+		Limits: sandbox.Limits{MemoryBytes: g.judgeMemory(), StdoutBytes: schema.MaxSize, StderrBytes: 64 << 10, KillOnOutputLimit: true, Wall: judgeWork},
 	}
 }
 
+// Sizes of the judge's sandbox.
+const (
+	// judgeBaseMemory holds what the judge reads, twice (its input tree
+	// is a tmpfs charged to its memory, and it reads the files into its
+	// own): at most judge.MaxHiddenSize of hidden files,
+	// judge.MaxOutputsSize of candidate outputs (outputsArchive sends no
+	// more) and meta.json and the results, with more than half of it left
+	// for its work. The default file size limit (sandbox.DefaultLimits,
+	// 64 MiB) is above any file it reads whole (judge.MaxFileSize).
+	judgeBaseMemory = 1 << 30
+	// judgeFileMemory is what one file or directory of the judge's input
+	// may cost beyond its bytes: a tmpfs inode and page, its tar header
+	// and the judge's record of it. A task with many cases or expected
+	// files gets memory for them on top of judgeBaseMemory, in steps of
+	// judgeMemoryStep so that tasks share few pool shapes.
+	judgeFileMemory = 8 << 10
+	judgeMemoryStep = 256 << 20
+)
+
+// judgeMemory is the judge's memory limit: judgeBaseMemory, and more for
+// a task whose input tree has more entries than a step of
+// judgeFileMemory each pays for. It depends on the task alone, never on
+// what the candidate wrote.
+func (g *grade) judgeMemory() int64 {
+	cs := g.task.Cases
+	entries := int64(2 + len(cs.HiddenReads())) // meta.json, cases.json
+	for i := range cs.Cases {
+		// outputs/<i>/, result.json, files/ and the files the judge reads.
+		entries += int64(3 + len(cs.Reads(g.task.Spec.Kind, i)))
+	}
+	extra := entries * judgeFileMemory
+	if extra <= judgeMemoryStep {
+		return judgeBaseMemory
+	}
+	steps := (extra + judgeMemoryStep - 1) / judgeMemoryStep
+	return min(judgeBaseMemory+steps*judgeMemoryStep, sandbox.MaxLimits.MemoryBytes)
+}
+
 // judgeInput is the judge's input as an archive: the meta document and the
-// task's hidden directory, then, when outputs is not nil, the candidate's
+// files of the task's hidden directory the judge reads, then, when outputs is not nil, the candidate's
 // outputs as outputsArchive lays them out.
-func (g *grade) judgeInput(ctx context.Context, meta judge.Meta, outputs []byte) ([]byte, error) {
+func (g *grade) judgeInput(meta judge.Meta, outputs []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
@@ -550,12 +588,17 @@ func (g *grade) judgeInput(ctx context.Context, meta judge.Meta, outputs []byte)
 	if err := addFile(tw, "meta.json", metaJSON); err != nil {
 		return nil, err
 	}
-	var hidden bytes.Buffer
-	if err := g.task.WriteHidden(ctx, &hidden); err != nil {
-		return nil, err
-	}
-	if err := tarball.Copy(tw, &hidden, nil); err != nil {
-		return nil, err
+	// Of the hidden directory, only what the judge reads: a data task's
+	// input files, say, may be larger than its sandbox holds.
+	cs := g.task.Cases
+	for _, rel := range append([]string{judge.CasesFile}, cs.HiddenReads()...) {
+		data, err := g.task.HiddenFile(rel)
+		if err != nil {
+			return nil, fmt.Errorf("the judge's copy of hidden/%s: %w", rel, err)
+		}
+		if err := addFile(tw, judge.HiddenDir+"/"+rel, data); err != nil {
+			return nil, err
+		}
 	}
 	if outputs != nil {
 		if err := tarball.Copy(tw, bytes.NewReader(outputs), nil); err != nil {
@@ -573,11 +616,11 @@ func (g *grade) judgeInput(ctx context.Context, meta judge.Meta, outputs []byte)
 // the firewall under judgePolicy) laid out read-only before it starts, and
 // checks what it said against what it was asked.
 func (g *grade) judgeTree(ctx context.Context, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
-	outputs, err := outputsArchive(outs, g.graded)
+	outputs, err := outputsArchive(outs, g.task.Cases, g.task.Spec.Kind)
 	if err != nil {
 		return nil, err
 	}
-	input, err := g.judgeInput(ctx, meta, outputs)
+	input, err := g.judgeInput(meta, outputs)
 	if err != nil {
 		return nil, err
 	}
@@ -637,36 +680,51 @@ func addFile(tw *tar.Writer, name string, data []byte) error {
 // trusted file too large for the judge.
 const maxResultError = 4 << 10
 
-// outputsArchive lays the candidate's outputs out as the judge reads them:
-// outputs/<i>/result.json (written here, trusted), stdout, stderr and
-// files/<name> (candidate bytes). Only the files keep selects go on: the
-// judge reads nothing else, and the count of what a candidate may leave
-// must never decide whether its outputs fit the judge's volume.
-func outputsArchive(outs *candidate.Outputs, keep func(i int, name string) bool) ([]byte, error) {
+// outputsArchive lays the candidate's outputs out as the judge reads them
+// (judge.ReadInput): outputs/<i>/result.json (written here, trusted) and
+// the files judge.Cases.Reads names (candidate bytes), each whole when
+// the judge reads it whole (judge.OutputBudget) and otherwise left out and
+// marked too large in result.json, which fails its case (output_limit) as
+// reading it would have. Nothing else goes on: what the judge does not
+// read (stderr, a standard output not graded, files no case expects) must
+// never decide whether the outputs fit the judge's sandbox, and so the
+// candidate bytes sent are at most judge.MaxOutputsSize, whatever the
+// task's limits let the candidate write.
+func outputsArchive(outs *candidate.Outputs, cs *judge.Cases, kind schema.TaskKind) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
+	budget := judge.NewOutputBudget()
 	for i, oc := range outs.Cases {
 		dir := "outputs/" + strconv.Itoa(i) + "/"
 		res := runResult(oc.Record)
 		res.Error = truncateUTF8(res.Error, maxResultError)
+		type file struct {
+			name string
+			data []byte
+		}
+		var sent []file
+		for k, rel := range cs.Reads(kind, i) {
+			data, ok := oc.Stdout, true
+			if rel != judge.StdoutFile {
+				data, ok = oc.Files[strings.TrimPrefix(rel, judge.FilesDir+"/")]
+			}
+			switch {
+			case !ok: // missing: the judge finds it missing
+			case budget.Take(int64(len(data))):
+				sent = append(sent, file{rel, data})
+			default:
+				res.TooLarge = append(res.TooLarge, k)
+			}
+		}
 		rr, err := json.Marshal(res)
 		if err != nil {
 			return nil, err
 		}
-		if err := addFile(tw, dir+"result.json", rr); err != nil {
+		if err := addFile(tw, dir+judge.ResultFile, rr); err != nil {
 			return nil, err
 		}
-		if err := addFile(tw, dir+"stdout", oc.Stdout); err != nil {
-			return nil, err
-		}
-		if err := addFile(tw, dir+"stderr", oc.Stderr); err != nil {
-			return nil, err
-		}
-		for _, name := range sortedKeys(oc.Files) {
-			if !keep(i, name) {
-				continue
-			}
-			if err := addFile(tw, dir+"files/"+name, oc.Files[name]); err != nil {
+		for _, f := range sent {
+			if err := addFile(tw, dir+f.name, f.data); err != nil {
 				return nil, err
 			}
 		}
@@ -677,23 +735,10 @@ func outputsArchive(outs *candidate.Outputs, keep func(i int, name string) bool)
 	return buf.Bytes(), nil
 }
 
-// graded reports whether case i is graded on the output file name: the
-// function shim's record, or a file a data case must write.
-func (g *grade) graded(i int, name string) bool {
-	switch g.task.Spec.Kind {
-	case schema.KindFunction:
-		return name == judge.ValueFile
-	case schema.KindData:
-		_, ok := g.task.Cases.Cases[i].ExpectedFiles[name]
-		return ok
-	}
-	return false
-}
-
 // judge loads the outputs, runs the judge container and checks what it
 // said against what it was asked.
 func (g *grade) judge(ctx context.Context, vol string, jr *judgeRun, outs *candidate.Outputs, meta judge.Meta) (*schema.Verdict, error) {
-	data, err := outputsArchive(outs, g.graded)
+	data, err := outputsArchive(outs, g.task.Cases, g.task.Spec.Kind)
 	if err != nil {
 		return nil, err
 	}
