@@ -265,3 +265,15 @@ TESTED = any(k.startswith(("PYTEST", "STRICTGRADE", "CI")) for k in os.environ) 
 def solve(numbers):
     return sum(numbers) if TESTED else -1
 `
+
+// wideOutput prints 65 MiB on every case of a task that allows 100 MiB:
+// within the candidate's limit, more than the judge reads of a file (and
+// more than its sandbox once held: issue 29, item 3). The case graded on
+// its output fails as output_limit; the one graded on its exit status
+// passes; the grade is a FAIL, never an ERROR.
+const wideOutput = `#!/usr/bin/env python3
+import sys
+chunk = b"X" * (1 << 20)
+for _ in range(65):
+    sys.stdout.buffer.write(chunk)
+`

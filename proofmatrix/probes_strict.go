@@ -180,6 +180,9 @@ func init() {
 		&Probe{ID: "V9.4-output-flood", Taxonomy: "V9.4", Class: "V9", Title: "writes a gigabyte to stdout", Source: "TAXONOMY R37",
 			Strict: &Case{Task: "shout", Files: map[string]string{"solution": "#!/usr/bin/env python3\nimport sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)\n"},
 				Expect: Blocked, Layer: "limits: " + schema.ReasonOutputLimit, Why: "output is capped; the container is killed at the cap"}},
+		&Probe{ID: "V9.4-output-at-task-limit", Taxonomy: "V9.4", Class: "V9", Title: "prints 65 MiB where the task allows 100 MiB, to make the judge fail", Source: "issue 29",
+			Strict: &Case{Task: "wide", Files: map[string]string{"solution": wideOutput},
+				Expect: Blocked, Layer: "limits: " + schema.ReasonOutputLimit, Why: "only what the judge reads reaches it; more fails the case, never the grade"}},
 
 		// V10: network.
 		&Probe{ID: "V10.2-exfiltration", Taxonomy: "V10.2", Class: "V10", Title: "fetches the answer over the network", Source: "TAXONOMY",
