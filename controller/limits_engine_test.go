@@ -82,6 +82,18 @@ func commandCases(n int) map[string]any {
 	return map[string]any{"compare": map[string]any{"kind": "exact"}, "cases": cs}
 }
 
+// alternate is n case lines, even ones ending in even, odd ones in odd.
+func alternate(n int, even, odd string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "c" + strconv.Itoa(i) + ":" + even
+		if i%2 == 1 {
+			out[i] = "c" + strconv.Itoa(i) + ":" + odd
+		}
+	}
+	return out
+}
+
 // caseOutcomes lists the verdict's cases as "id:OUTCOME:decided_by".
 func caseOutcomes(v *schema.Verdict) []string {
 	var out []string
@@ -136,6 +148,18 @@ func TestOutputAtTaskLimits(t *testing.T) {
 		files: printer(maxOutput),
 		want:  schema.OutcomeFail,
 		cases: []string{"c0:FAIL:limit", "c1:PASS:exit_code", "c2:FAIL:limit", "c3:PASS:exit_code", "c4:FAIL:limit"},
+	}, {
+		// The second reproduction: each output within the judge
+		// sandbox's file size limit, all of them more than its memory
+		// (the judge was killed, out of memory).
+		name: "seventeen cases of 64 MiB",
+		tk: func(t *testing.T) *task.Task {
+			return writeTask(t, map[string]any{"id": "many-stdouts", "kind": "command", "command": map[string]any{"path": "solution"},
+				"artifacts": []string{"solution"}, "limits": map[string]any{"output_bytes": 64 * mib, "memory_mb": 256, "case_seconds": 60}}, commandCases(17), nil)
+		},
+		files: printer(64 * mib),
+		want:  schema.OutcomeFail,
+		cases: alternate(17, "FAIL:limit", "PASS:exit_code"),
 	}, {
 		// A function's record above what the judge reads of a file, and
 		// above the judge sandbox's file size limit.
