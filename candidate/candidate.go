@@ -64,6 +64,21 @@ type Request struct {
 	Limits   Limits
 	// Cases are the inputs of the cases, in the task's order.
 	Cases []Input
+	// Hold bounds what the phase holds of each case's outputs once the
+	// case has ended; the zero value holds them whole.
+	Hold Hold
+}
+
+// Hold says what the phase holds of a case's outputs, so that what a grade
+// holds is bounded by what its caller reads rather than by the task's
+// output limit times its cases.
+type Hold struct {
+	// Bytes, when above 0, cuts a standard output or output file longer
+	// than Bytes to its first Bytes+1 bytes: enough to know it was
+	// longer.
+	Bytes int
+	// NoStderr drops standard error.
+	NoStderr bool
 }
 
 // Function is the callable of a function task: module.name, imported from
@@ -99,6 +114,9 @@ type Input struct {
 	Argv  []string          // command: the arguments after the executable
 	Stdin []byte            // command: standard input
 	Files map[string][]byte // data: the input files, by the name the candidate reads
+	// NoStdout says the caller does not read the case's standard output:
+	// the phase drops it (Record.StdoutBytes keeps its size).
+	NoStdout bool
 }
 
 // ErrNoNonce means a Request for a shared-process function task has no
@@ -134,6 +152,9 @@ type Record struct {
 	// StdoutTruncated and StderrTruncated say a stream passed its cap.
 	StdoutTruncated bool
 	StderrTruncated bool
+	// StdoutBytes is the size of the standard output as captured, before
+	// Request.Hold and Input.NoStdout applied.
+	StdoutBytes int
 	// Refused, when not empty, says that the case's outputs were refused
 	// and of what kind the refusal was, without quoting anything the
 	// candidate named. The case fails on it.
@@ -445,7 +466,7 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 					c.Record.Duration = min(r.took, rec.Duration)
 				}
 			}
-			out.Cases[i] = c
+			out.Cases[i] = ph.kept(i, c)
 		}
 		return res.ImageID, nil
 	})
@@ -511,7 +532,7 @@ func (ph *phase) command(ctx context.Context, out *Outputs) error {
 		if err != nil {
 			return "", err
 		}
-		out.Cases[i] = Case{Record: record(res), Stdout: res.Stdout, Stderr: res.Stderr}
+		out.Cases[i] = ph.kept(i, Case{Record: record(res), Stdout: res.Stdout, Stderr: res.Stderr})
 		return res.ImageID, nil
 	})
 }
@@ -532,7 +553,7 @@ func (ph *phase) data(ctx context.Context, out *Outputs) error {
 		res, err := ph.eng.Run(ctx, s)
 		if err != nil {
 			if errors.Is(err, sandbox.ErrCollect) {
-				out.Cases[i] = Case{Record: Record{Exit: schema.ExitExited, Refused: outputRejection(err)}, Rejection: err}
+				out.Cases[i] = ph.kept(i, Case{Record: Record{Exit: schema.ExitExited, Refused: outputRejection(err)}, Rejection: err})
 				return "", nil
 			}
 			return "", err
@@ -541,9 +562,40 @@ func (ph *phase) data(ctx context.Context, out *Outputs) error {
 		if err != nil {
 			return "", fmt.Errorf("candidate: read collected outputs: %w", err)
 		}
-		out.Cases[i] = Case{Record: record(res), Stdout: res.Stdout, Stderr: res.Stderr, Files: got}
+		out.Cases[i] = ph.kept(i, Case{Record: record(res), Stdout: res.Stdout, Stderr: res.Stderr, Files: got})
 		return res.ImageID, nil
 	})
+}
+
+// kept is what the phase holds of case i's outputs c.
+func (ph *phase) kept(i int, c Case) Case { return ph.req.Held(i, c) }
+
+// Held returns what the phase holds of case i's outputs c: c under Hold
+// and Cases[i].NoStdout, with Record.StdoutBytes set.
+func (req *Request) Held(i int, c Case) Case {
+	c.Record.StdoutBytes = len(c.Stdout)
+	h := req.Hold
+	cut := func(b []byte) []byte {
+		if h.Bytes > 0 && len(b) > h.Bytes {
+			return bytes.Clone(b[:h.Bytes+1])
+		}
+		return b
+	}
+	if req.Cases[i].NoStdout {
+		c.Stdout = nil
+	}
+	if h.NoStderr {
+		c.Stderr = nil
+	}
+	c.Stdout = cut(c.Stdout)
+	if len(c.Files) > 0 {
+		files := make(map[string][]byte, len(c.Files))
+		for name, data := range c.Files {
+			files[name] = cut(data)
+		}
+		c.Files = files
+	}
+	return c
 }
 
 // each runs n containers of the phase, run(ctx, k) for k = 0 … n-1, at

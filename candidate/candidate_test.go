@@ -506,3 +506,36 @@ func TestParallelCasesStopTogether(t *testing.T) {
 	}
 	noLeftovers(t, fake, "stop")
 }
+
+// TestHoldBoundsWhatThePhaseHolds: with Request.Hold and Input.NoStdout
+// the phase holds of each case only what its caller reads, each output cut
+// to one byte past Hold.Bytes, and records the size of standard output as
+// it was.
+func TestHoldBoundsWhatThePhaseHolds(t *testing.T) {
+	tk := loadExample(t, "wordfreq")
+	fake, img := newFake(t, func(p *sandboxtest.Proc) int {
+		fmt.Fprint(p.Stdout, "output")
+		fmt.Fprint(p.Stderr, "err")
+		return 0
+	})
+	req := forTask(t, tk, Request{Run: "r-hold", Image: img, Artifacts: artifact(t), Parallel: 2})
+	req.Hold = Hold{Bytes: 2, NoStderr: true}
+	for i := range req.Cases {
+		req.Cases[i].NoStdout = i%2 == 1
+	}
+	out, err := Run(t.Context(), fake, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Wait()
+	for i, c := range out.Cases {
+		want := "out"
+		if i%2 == 1 {
+			want = ""
+		}
+		if string(c.Stdout) != want || c.Stderr != nil || c.Record.StdoutBytes != len("output") {
+			t.Errorf("case %d: the phase holds stdout %q (of %d bytes), stderr %q; want %q, none", i, c.Stdout, c.Record.StdoutBytes, c.Stderr, want)
+		}
+	}
+	noLeftovers(t, fake, "r-hold")
+}

@@ -122,10 +122,11 @@ func size(i int, most int) int {
 	return most
 }
 
-// TestOutputsArchiveIsInvisibleToJudge: the judge reads the outputs
-// outputsArchive sends exactly as it reads the outputs whole, sizes around
-// what it reads of a file and of all outputs included, and decides the
-// same verdict.
+// TestOutputsArchiveIsInvisibleToJudge: the judge reads the outputs the
+// candidate phase holds (candidateRequest's Hold and NoStdout) and
+// outputsArchive sends exactly as it
+// reads the outputs whole, sizes around what it reads of a file and of all
+// outputs included, and decides the same verdict.
 func TestOutputsArchiveIsInvisibleToJudge(t *testing.T) {
 	const mib = 1 << 20
 	fileMax := judge.MaxFileSize
@@ -186,8 +187,10 @@ func TestOutputsArchiveIsInvisibleToJudge(t *testing.T) {
 					put(t, whole, dir+judge.FilesDir+"/"+name, data)
 				}
 			}
-			// Cut: what outputsArchive sends.
-			data, err := outputsArchive(outs, cs, tt.kind)
+			// Sent: what the candidate phase holds under the request
+			// candidateRequest makes, as outputsArchive sends it.
+			kept := holdOutputs(t, &task.Task{Spec: task.Spec{Kind: tt.kind}, Cases: cs}, tt.outs)
+			data, err := outputsArchive(kept, cs, tt.kind)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,6 +230,21 @@ func TestOutputsArchiveIsInvisibleToJudge(t *testing.T) {
 			t.Logf("%s: %v", vg.Outcome, caseLines(vg))
 		})
 	}
+}
+
+// holdOutputs is what a candidate phase under candidateRequest(tk) holds
+// of outs (candidate.Request.Held).
+func holdOutputs(t *testing.T, tk *task.Task, outs []candidate.Case) *candidate.Outputs {
+	t.Helper()
+	req, err := candidateRequest(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &candidate.Outputs{Cases: make([]candidate.Case, len(outs))}
+	for i, oc := range outs {
+		got.Cases[i] = req.Held(i, oc)
+	}
+	return got
 }
 
 func stdoutCase(n int) candidate.Case {

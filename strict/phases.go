@@ -2,6 +2,7 @@ package strict
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/strictgrade/strictgrade/candidate"
 	"github.com/strictgrade/strictgrade/judge"
@@ -25,6 +26,10 @@ func candidateRequest(t *task.Task) (candidate.Request, error) {
 			ArtifactBytes: s.Limits.ArtifactBytes,
 		},
 		Cases: make([]candidate.Input, len(t.Cases.Cases)),
+		// The phase holds of each case only what the judge reads, each
+		// output cut one byte past what the judge reads of a file: enough
+		// for outputsArchive to know it too large.
+		Hold: candidate.Hold{Bytes: judge.MaxFileSize, NoStderr: true},
 	}
 	switch {
 	case s.Function != nil:
@@ -35,7 +40,8 @@ func candidateRequest(t *task.Task) (candidate.Request, error) {
 		req.Data = &candidate.Data{Argv: s.Data.Argv}
 	}
 	for i, c := range t.Cases.Cases {
-		in := candidate.Input{Args: c.Args, Argv: c.Argv, Stdin: []byte(c.Stdin)}
+		in := candidate.Input{Args: c.Args, Argv: c.Argv, Stdin: []byte(c.Stdin),
+			NoStdout: !slices.Contains(t.Cases.Reads(s.Kind, i), judge.StdoutFile)}
 		if len(c.InputFiles) > 0 {
 			in.Files = make(map[string][]byte, len(c.InputFiles))
 		}

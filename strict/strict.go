@@ -329,7 +329,7 @@ func (g *grade) grade(ctx context.Context) (*schema.Verdict, []byte, error) {
 	}
 	for i, oc := range outs.Cases {
 		g.log.Add("candidate", "case ran", "case", t.Cases.Cases[i].ID, "exit", string(oc.Record.Exit),
-			"code", oc.Record.Code, "ms", oc.Record.Duration.Milliseconds(), "stdout_bytes", len(oc.Stdout), "error", oc.Record.Refused)
+			"code", oc.Record.Code, "ms", oc.Record.Duration.Milliseconds(), "stdout_bytes", oc.Record.StdoutBytes, "error", oc.Record.Refused)
 	}
 	if outs.ImageID != "" && outs.ImageID != g.req.Image {
 		return nil, archive, fmt.Errorf("candidate ran image %s, expected %s", outs.ImageID, g.req.Image)
