@@ -25,8 +25,12 @@
 //
 // Other files of the task directory — a README.md, the reference/ solution
 // that strictgrade task check grades — are covered by the digest and handed
-// to no phase: the public view holds public/ only, the judge hidden/ only.
+// to no phase: the public view holds public/ only, the judge what it reads
+// of hidden/ only.
 //
 // Load refuses more than judge.MaxCases cases, the most whose verdict is
-// sure to stay within the schema's size limit.
+// sure to stay within the schema's size limit, and hidden files the judge
+// reads (cases.json, expected files, checker modules) beyond what it reads
+// of them (judge.MaxFileSize each, judge.MaxHiddenSize in all), which
+// would make every grade an ERROR.
 package task

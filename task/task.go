@@ -298,6 +298,19 @@ func Load(ctx context.Context, dir string) (*Task, error) {
 			}
 		}
 	}
+	// What the judge reads of hidden/ must be within what it reads of
+	// trusted files, or every grade of the task would be an ERROR.
+	read := int64(len(casesData))
+	for _, rel := range cases.HiddenReads() {
+		n := int64(len(snap.hidden[rel]))
+		if n > judge.MaxFileSize {
+			return nil, fmt.Errorf("%w: %s/%s is %d bytes, more than the judge reads of a file (%d)", ErrInvalid, HiddenDir, rel, n, judge.MaxFileSize)
+		}
+		read += n
+	}
+	if read > judge.MaxHiddenSize {
+		return nil, fmt.Errorf("%w: cases.json, the expected files and the checker modules are %d bytes, more than the judge reads of hidden files (%d)", ErrInvalid, read, judge.MaxHiddenSize)
+	}
 	if !snap.dirs[PublicDir] {
 		return nil, fmt.Errorf("%w: %s/ is missing", ErrInvalid, PublicDir)
 	}

@@ -96,6 +96,53 @@ func TestLoadCaseLimit(t *testing.T) {
 	}
 }
 
+// TestLoadRefusesHiddenFilesTheJudgeCannotRead: expected files larger than
+// the judge reads of one, or of all hidden files, would make every grade
+// an ERROR; the loader refuses them, and accepts them at the limits.
+func TestLoadRefusesHiddenFilesTheJudgeCannotRead(t *testing.T) {
+	const spec = `{"schema":"strictgrade.task/v1","id":"big-expected","version":"1","title":"t","kind":"data","runtime":"python",
+		"data":{"argv":["python3","solution.py"]},"artifacts":["solution.py"]}`
+	write := func(t *testing.T, sizes ...int) string {
+		dir := t.TempDir()
+		var cases []string
+		files := map[string][]byte{task.SpecFile: []byte(spec), "public/README": []byte("x\n")}
+		for i, n := range sizes {
+			name := fmt.Sprintf("e%d", i)
+			cases = append(cases, fmt.Sprintf(`{"id":"c%d","expected_files":{"out":%q}}`, i, name))
+			files["hidden/"+name] = bytes.Repeat([]byte("e"), n)
+		}
+		files["hidden/"+task.CasesFile] = []byte(`{"cases":[` + strings.Join(cases, ",") + `]}`)
+		for name, data := range files {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	const mib = 1 << 20
+	for _, tt := range []struct {
+		name  string
+		sizes []int
+		ok    bool
+	}{
+		{"one file at the judge's limit", []int{judge.MaxFileSize}, true},
+		{"one file past it", []int{judge.MaxFileSize + 1}, false},
+		{"files within the hidden budget", []int{judge.MaxFileSize, judge.MaxFileSize, judge.MaxFileSize, judge.MaxFileSize - mib}, true},
+		{"files past it", []int{judge.MaxFileSize, judge.MaxFileSize, judge.MaxFileSize, judge.MaxFileSize}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := task.Load(t.Context(), write(t, tt.sizes...))
+			if tt.ok != (err == nil) || err != nil && !errors.Is(err, task.ErrInvalid) {
+				t.Errorf("err = %v, want ok %v or ErrInvalid", err, tt.ok)
+			}
+		})
+	}
+}
+
 // copyExample copies an example task into a temporary directory.
 func copyExample(t *testing.T, name string) string {
 	t.Helper()
