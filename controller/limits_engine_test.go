@@ -173,6 +173,19 @@ func TestOutputAtTaskLimits(t *testing.T) {
 		want:  schema.OutcomeFail,
 		cases: []string{"c0:FAIL:limit"},
 	}, {
+		// A data case's output file near the maximum output_bytes (its
+		// output directory is a tmpfs of that size).
+		name: "a data file of 250 MiB",
+		tk: func(t *testing.T) *task.Task {
+			return writeTask(t, map[string]any{"id": "big-file", "kind": "data", "data": map[string]any{"argv": []string{"python3", "-I", "solution.py"}},
+				"artifacts": []string{"solution.py"}, "limits": map[string]any{"output_bytes": maxOutput, "memory_mb": 512, "case_seconds": 60}},
+				map[string]any{"compare": map[string]any{"kind": "exact"}, "cases": []map[string]any{{"id": "c0", "expected_files": map[string]string{"out.txt": "want.txt"}}}},
+				map[string][]byte{"want.txt": []byte("y")})
+		},
+		files: map[string]string{"solution.py": "chunk = b'y' * (1 << 20)\nwith open('/output/out.txt', 'wb') as f:\n    for _ in range(250):\n        f.write(chunk)\n"},
+		want:  schema.OutcomeFail,
+		cases: []string{"c0:FAIL:limit"},
+	}, {
 		// Data cases whose outputs add up to more than the judge reads in
 		// all (judge.MaxOutputsSize, 64 MiB): the first seven, 63 MiB, are
 		// read and pass, the eighth is larger than what is left and fails.

@@ -312,3 +312,37 @@ func untar(t *testing.T, root string, data []byte) {
 		put(t, root, h.Name, body)
 	}
 }
+
+// TestJudgeMemory: the judge's memory depends on the task alone: 1 GiB for
+// any task whose input tree has at most 32,768 entries, more in steps of
+// 256 MiB for one with more (4,096 data cases expecting 100 files each),
+// never above what a sandbox may ask for.
+func TestJudgeMemory(t *testing.T) {
+	data := func(cases, files int) *judge.Cases {
+		cs := &judge.Cases{Cases: make([]judge.Case, cases)}
+		for i := range cs.Cases {
+			cs.Cases[i].ExpectedFiles = map[string]string{}
+			for f := range files {
+				cs.Cases[i].ExpectedFiles["f"+strconv.Itoa(f)] = "e"
+			}
+		}
+		return cs
+	}
+	for _, tt := range []struct {
+		name string
+		kind schema.TaskKind
+		cs   *judge.Cases
+		want int64
+	}{
+		{"one case", schema.KindCommand, &judge.Cases{Cases: make([]judge.Case, 1)}, 1 << 30},
+		{"the most cases", schema.KindFunction, &judge.Cases{Cases: make([]judge.Case, judge.MaxCases)}, 1 << 30},
+		{"the most cases, 4 files each", schema.KindData, data(judge.MaxCases, 4), 1 << 30},
+		{"the most cases, 100 files each", schema.KindData, data(judge.MaxCases, 100), 1<<30 + 13*(256<<20)},
+		{"more files than any memory", schema.KindData, data(1024, 2100), sandbox.MaxLimits.MemoryBytes},
+	} {
+		g := &grade{task: &task.Task{Spec: task.Spec{Kind: tt.kind}, Cases: tt.cs}}
+		if got := g.judgeMemory(); got != tt.want {
+			t.Errorf("%s: %d MiB, want %d MiB", tt.name, got>>20, tt.want>>20)
+		}
+	}
+}
