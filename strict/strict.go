@@ -576,8 +576,8 @@ func (g *grade) judgeMemory() int64 {
 }
 
 // judgeInput is the judge's input as an archive: the meta document and the
-// files of the task's hidden directory the judge reads, then, when outputs is not nil, the candidate's
-// outputs as outputsArchive lays them out.
+// files of the task's hidden directory the judge reads, then, when outputs
+// is not nil, the candidate's outputs as outputsArchive lays them out.
 func (g *grade) judgeInput(meta judge.Meta, outputs []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	metaJSON, err := json.Marshal(meta)
