@@ -6,6 +6,6 @@ package images
 // of judgePackage and of initPackage), checked against the source by
 // TestJudgeSourceRecorded.
 const (
-	judgeSource = "b81bea62037c183eede590e69564d4ff901057973c39ac6f1f8b67c6f945a491"
+	judgeSource = "adfd7b39184c56ce62ff6d422287dc024091fe459c98b1be87c7a49d185a0dc0"
 	initSource  = "36cf8e02243b339e9de93e521212fc4bcbf3835bffd9ad0ec99fd75928539abc"
 )
