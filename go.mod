@@ -5,6 +5,8 @@ go 1.26.8
 require (
 	github.com/docker/docker v28.5.2+incompatible
 	github.com/google/go-cmp v0.7.0
+	github.com/moby/profiles/seccomp v0.1.0
+	github.com/opencontainers/runtime-spec v1.2.1
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/secure-systems-lab/go-securesystemslib v0.11.1

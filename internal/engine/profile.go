@@ -10,8 +10,13 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/strslice"
 
+	"github.com/strictgrade/strictgrade/internal/seccomp"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
+
+// seccompOption applies the sandbox seccomp profile (package
+// internal/seccomp, ADR 0019).
+var seccompOption = seccomp.Option()
 
 // stopTimeout is zero seconds: the profile's stop signal is SIGKILL.
 var stopTimeout = 0
@@ -91,16 +96,19 @@ func hardened(s Spec, l Limits, stdin bool) (*container.Config, *container.HostC
 		NetworkMode:    container.NetworkMode("none"),
 		ReadonlyRootfs: true,
 		CapDrop:        strslice.StrSlice{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges=true"},
-		Privileged:     false,
-		IpcMode:        container.IPCModePrivate,
-		ShmSize:        16 << 20,
-		CgroupnsMode:   container.CgroupnsModePrivate,
-		Init:           &init,
-		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
-		AutoRemove:     false,
-		OomScoreAdj:    500,
-		Runtime:        s.Runtime,
+		// Docker's default seccomp profile with the calls refused that
+		// are channels between sandboxes sharing inodes, a page cache or
+		// a uid (ADR 0019).
+		SecurityOpt:   []string{"no-new-privileges=true", seccompOption},
+		Privileged:    false,
+		IpcMode:       container.IPCModePrivate,
+		ShmSize:       16 << 20,
+		CgroupnsMode:  container.CgroupnsModePrivate,
+		Init:          &init,
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		AutoRemove:    false,
+		OomScoreAdj:   500,
+		Runtime:       s.Runtime,
 		LogConfig: container.LogConfig{
 			Type:   "json-file",
 			Config: map[string]string{"max-size": "1m", "max-file": "1"},
@@ -186,9 +194,15 @@ func assertApplied(got container.InspectResponse, wantCfg *container.Config, wan
 	if !slices.Contains(h.SecurityOpt, "no-new-privileges=true") {
 		bad("no-new-privileges missing: %v", h.SecurityOpt)
 	}
+	if !slices.Contains(h.SecurityOpt, seccompOption) {
+		bad("the sandbox seccomp profile is missing")
+	}
 	for _, o := range h.SecurityOpt {
+		if o == seccompOption {
+			continue
+		}
 		if strings.Contains(o, "unconfined") || strings.HasPrefix(o, "label=disable") || strings.HasPrefix(o, "seccomp") {
-			bad("security option %q", o)
+			bad("security option %.60q", o)
 		}
 	}
 	if len(h.Binds) != 0 || len(h.VolumesFrom) != 0 || len(h.Devices) != 0 || len(h.DeviceRequests) != 0 || len(h.Links) != 0 {

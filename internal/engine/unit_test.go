@@ -123,6 +123,12 @@ func TestAssertAppliedCatchesWeakening(t *testing.T) {
 		"seccomp off": func(c *container.Config, h *container.HostConfig, r *container.InspectResponse) {
 			h.SecurityOpt = append(h.SecurityOpt, "seccomp=unconfined")
 		},
+		"docker's default seccomp": func(c *container.Config, h *container.HostConfig, r *container.InspectResponse) {
+			h.SecurityOpt = []string{"no-new-privileges=true"}
+		},
+		"another seccomp": func(c *container.Config, h *container.HostConfig, r *container.InspectResponse) {
+			h.SecurityOpt = []string{"no-new-privileges=true", `seccomp={"defaultAction":"SCMP_ACT_ALLOW"}`}
+		},
 		"bind": func(c *container.Config, h *container.HostConfig, r *container.InspectResponse) {
 			h.Binds = []string{"/:/host"}
 		},
