@@ -475,6 +475,12 @@ base_specs() {
 }
 
 start_kubelet() {
+  # The sandbox seccomp profile (ADR 0019), where the pods' Localhost
+  # profile (sandbox/kubernetes.DefaultSeccompProfile) points: under the
+  # kubelet's root, seccomp/strictgrade/ and the profile's versioned name
+  # (internal/seccomp.Name).
+  mkdir -p "$STATE/kubelet/seccomp/strictgrade"
+  cp "$HERE/../internal/seccomp/profile.json" "$STATE/kubelet/seccomp/strictgrade/strictgrade-sandbox-v1.json"
   start kubelet "$BIN/kubelet" --config="$STATE/kubelet.yaml" --kubeconfig="$STATE/kubelet.kubeconfig" \
     --root-dir="$STATE/kubelet" --hostname-override="$NODE"
 }

@@ -100,7 +100,7 @@ func keeper(spec sandbox.Spec, cfg Config, session bool) *corev1.Container {
 		Command:      []string{"python3", "-I", "-S", "-c", keepWait},
 		Env:          []corev1.EnvVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}},
 		VolumeMounts: mounts, Resources: corev1.ResourceRequirements{Limits: lim, Requests: req},
-		SecurityContext:          hardenedContext(),
+		SecurityContext:          hardenedContext(cfg.SeccompProfile),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 }

@@ -76,6 +76,16 @@ type Config struct {
 	// PoolMaxIdle bounds how long a pod started ahead of time (Warm) may
 	// wait for its work; an older one is deleted unused. Zero means 2m.
 	PoolMaxIdle time.Duration
+	// SeccompProfile is the seccomp profile of every container, as a
+	// Localhost profile: a path under the kubelet's seccomp directory
+	// (<kubelet root>/seccomp) of each node. Empty means
+	// DefaultSeccompProfile, strictgrade's sandbox profile
+	// (internal/seccomp, ADR 0019), which each node must hold there:
+	// install SeccompProfileJSON as that file. RuntimeDefaultSeccomp keeps
+	// the runtime's default profile instead, under which sandboxes can
+	// signal each other through locks, watches and the page cache of the
+	// image layers they share (TAXONOMY V11.9 to V11.11).
+	SeccompProfile string
 	// QPS and Burst bound the client's request rate; zero means 100 and
 	// 200.
 	QPS   float32
@@ -115,6 +125,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	if cfg.Namespace == "" {
 		cfg.Namespace = ns
+	}
+	if cfg.SeccompProfile == "" {
+		cfg.SeccompProfile = DefaultSeccompProfile
 	}
 	cli, err := kubernetes.NewForConfig(rc)
 	if err != nil {

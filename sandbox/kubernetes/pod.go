@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/strictgrade/strictgrade/internal/seccomp"
 	"github.com/strictgrade/strictgrade/internal/streamout"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
@@ -48,8 +49,34 @@ type podParams struct {
 
 func ptr[T any](v T) *T { return &v }
 
+// DefaultSeccompProfile is the Localhost profile pods run under when
+// Config.SeccompProfile is empty: strictgrade's sandbox profile, which a
+// node holds at <kubelet root>/seccomp/strictgrade/ under its versioned
+// name.
+const DefaultSeccompProfile = "strictgrade/" + seccomp.Name
+
+// RuntimeDefaultSeccomp, as Config.SeccompProfile, keeps the container
+// runtime's default seccomp profile.
+const RuntimeDefaultSeccomp = "RuntimeDefault"
+
+// SeccompProfileJSON returns strictgrade's sandbox seccomp profile, the
+// file a node must hold as DefaultSeccompProfile under its kubelet's
+// seccomp directory.
+func SeccompProfileJSON() []byte { return seccomp.Profile() }
+
+// seccompProfile is the pods' profile for Config.SeccompProfile.
+func seccompProfile(name string) *corev1.SeccompProfile {
+	switch name {
+	case RuntimeDefaultSeccomp:
+		return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	case "":
+		name = DefaultSeccompProfile
+	}
+	return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr(name)}
+}
+
 // hardenedContext is every container's security context.
-func hardenedContext() *corev1.SecurityContext {
+func hardenedContext(seccompName string) *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		RunAsNonRoot:             ptr(true),
 		RunAsUser:                ptr(int64(sandbox.UID)),
@@ -58,7 +85,7 @@ func hardenedContext() *corev1.SecurityContext {
 		AllowPrivilegeEscalation: ptr(false),
 		Privileged:               ptr(false),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		SeccompProfile:           seccompProfile(seccompName),
 		ProcMount:                ptr(corev1.DefaultProcMount),
 	}
 }
@@ -160,14 +187,14 @@ func buildPod(p podParams) *corev1.Pod {
 		Name: loadContainer, Image: p.cfg.LoaderImage, ImagePullPolicy: corev1.PullNever,
 		Command: loadArgs, Env: []corev1.EnvVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}},
 		Stdin: true, StdinOnce: true,
-		VolumeMounts: loadMounts, Resources: res, SecurityContext: hardenedContext(),
+		VolumeMounts: loadMounts, Resources: res, SecurityContext: hardenedContext(p.cfg.SeccompProfile),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 	work := corev1.Container{
 		Name: workContainer, Image: spec.Image, ImagePullPolicy: corev1.PullNever,
 		Command: cmd, Env: env(spec.Env), WorkingDir: spec.WorkDir,
 		Stdin: spec.Stdin != nil, StdinOnce: spec.Stdin != nil,
-		VolumeMounts: workMounts, Resources: res, SecurityContext: hardenedContext(),
+		VolumeMounts: workMounts, Resources: res, SecurityContext: hardenedContext(p.cfg.SeccompProfile),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
 	containers := []corev1.Container{work}
@@ -199,7 +226,7 @@ func buildPod(p podParams) *corev1.Pod {
 				RunAsUser:      ptr(int64(sandbox.UID)),
 				RunAsGroup:     ptr(int64(sandbox.UID)),
 				FSGroup:        ptr(int64(sandbox.UID)),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				SeccompProfile: seccompProfile(p.cfg.SeccompProfile),
 			},
 		},
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/strictgrade/strictgrade/firewall"
+	"github.com/strictgrade/strictgrade/internal/seccomp"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
 
@@ -71,7 +72,7 @@ func TestPodHardening(t *testing.T) {
 		{"deadline backstop", ps.ActiveDeadlineSeconds != nil && *ps.ActiveDeadlineSeconds == 10+30+deadlineSlack},
 		{"pod runs as non-root", *ps.SecurityContext.RunAsNonRoot && *ps.SecurityContext.RunAsUser == sandbox.UID && *ps.SecurityContext.RunAsGroup == sandbox.UID},
 		{"fsGroup", *ps.SecurityContext.FSGroup == sandbox.UID},
-		{"pod seccomp RuntimeDefault", ps.SecurityContext.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault},
+		{"pod seccomp: strictgrade's Localhost profile", isDefaultSeccomp(ps.SecurityContext.SeccompProfile)},
 		{"one init container, one container", len(ps.InitContainers) == 1 && len(ps.Containers) == 1},
 	}
 	for _, c := range checks {
@@ -98,7 +99,7 @@ func TestPodHardening(t *testing.T) {
 			{"no privilege escalation", !*sc.AllowPrivilegeEscalation},
 			{"not privileged", !*sc.Privileged},
 			{"drop ALL", slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) && len(sc.Capabilities.Add) == 0},
-			{"seccomp RuntimeDefault", sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault},
+			{"seccomp: strictgrade's Localhost profile", isDefaultSeccomp(sc.SeccompProfile)},
 			{"default proc mount", *sc.ProcMount == corev1.DefaultProcMount},
 			{"never pulls", c.ImagePullPolicy == corev1.PullNever},
 			{"stdin once", c.Stdin && c.StdinOnce},
@@ -537,7 +538,7 @@ func TestPodKeeper(t *testing.T) {
 	if keep.Image != "loader:1" || keep.Command[0] != "python3" || keep.Stdin {
 		t.Errorf("keeper %q %q stdin=%v", keep.Image, keep.Command, keep.Stdin)
 	}
-	if diff := cmp.Diff(hardenedContext(), keep.SecurityContext); diff != "" {
+	if diff := cmp.Diff(hardenedContext(""), keep.SecurityContext); diff != "" {
 		t.Errorf("keeper security context (-want +got):\n%s", diff)
 	}
 	got := map[string]corev1.VolumeMount{}
@@ -753,5 +754,53 @@ func TestLaunchScript(t *testing.T) {
 		if code != 124 || !strings.HasPrefix(stderr, "launch: ") {
 			t.Errorf("%v: status %d, stderr %q; want 124 and a launch line", bad, code, stderr)
 		}
+	}
+}
+
+func isDefaultSeccomp(p *corev1.SeccompProfile) bool {
+	return p != nil && p.Type == corev1.SeccompProfileTypeLocalhost && p.LocalhostProfile != nil && *p.LocalhostProfile == DefaultSeccompProfile
+}
+
+// TestSeccompProfileChoice: every container and the pod run under the
+// profile Config.SeccompProfile names, strictgrade's own by default
+// (ADR 0019), the runtime's default only when asked for by name.
+func TestSeccompProfileChoice(t *testing.T) {
+	spec := sandbox.Spec{Run: "r", Phase: "candidate", Image: "img:1", Cmd: []string{"true"},
+		Mounts: []sandbox.Mount{{Volume: "v", Target: "/work"}}}
+	for _, c := range []struct {
+		name string
+		want corev1.SeccompProfile
+	}{
+		{"", corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr("strictgrade/strictgrade-sandbox-v1.json")}},
+		{"site/other.json", corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr("site/other.json")}},
+		{RuntimeDefaultSeccomp, corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pod := testPod(t, spec, Config{LoaderImage: "loader:1", SeccompProfile: c.name})
+			if diff := cmp.Diff(&c.want, pod.Spec.SecurityContext.SeccompProfile); diff != "" {
+				t.Errorf("pod (-want +got):\n%s", diff)
+			}
+			for _, k := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+				if diff := cmp.Diff(&c.want, k.SecurityContext.SeccompProfile); diff != "" {
+					t.Errorf("container %s (-want +got):\n%s", k.Name, diff)
+				}
+			}
+		})
+	}
+	if !bytes.Equal(SeccompProfileJSON(), seccomp.Profile()) {
+		t.Error("SeccompProfileJSON is not the sandbox profile")
+	}
+}
+
+// TestClusterInstallsSeccompProfile: the project's test cluster puts the
+// profile where DefaultSeccompProfile points.
+func TestClusterInstallsSeccompProfile(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "..", ".ci", "cluster.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"$STATE/kubelet/seccomp/` + DefaultSeccompProfile + `"`
+	if !strings.Contains(string(script), want) || !strings.Contains(string(script), "internal/seccomp/profile.json") {
+		t.Errorf(".ci/cluster.sh does not install internal/seccomp/profile.json as %s", want)
 	}
 }
