@@ -8,7 +8,10 @@
 // cannot weaken: a numeric non-root user, all capabilities dropped,
 // no-new-privileges, no network, a read-only root filesystem with a
 // size-capped noexec tmpfs, pids, memory (no swap), CPU and ulimit limits, an
-// init process, private IPC and a bounded log driver. Spec has no field that
+// init process, private IPC, a bounded log driver, and the sandbox seccomp
+// profile of package internal/seccomp (Docker's default without the calls
+// through which sandboxes sharing inodes, a page cache or a uid could
+// signal each other; ADR 0019). Spec has no field that
 // could add a capability, a bind mount, a device or a host namespace.
 //
 // Archives cross the container boundary only through the functions of
