@@ -30,6 +30,7 @@ type backendArgs struct {
 	kubeconfig   string
 	namespace    string
 	node         string
+	seccomp      string
 	caseParallel int
 }
 
@@ -54,6 +55,8 @@ func (b *backendArgs) registerWhere(fs *flag.FlagSet) {
 		"kubernetes: the namespace that holds the pods; it must exist (default $STRICTGRADE_K8S_NAMESPACE, else the kubeconfig's)")
 	fs.StringVar(&b.node, "node", os.Getenv("STRICTGRADE_K8S_NODE"),
 		"kubernetes: bind every pod to this node instead of leaving it to the scheduler (default $STRICTGRADE_K8S_NODE)")
+	fs.StringVar(&b.seccomp, "seccomp-profile", os.Getenv("STRICTGRADE_K8S_SECCOMP_PROFILE"),
+		"kubernetes: the pods' seccomp profile, a path under each node's kubelet seccomp directory (default $STRICTGRADE_K8S_SECCOMP_PROFILE, else "+kubernetes.DefaultSeccompProfile+", strictgrade's sandbox profile, which the nodes must hold); RuntimeDefault keeps the runtime's default and the channels ADR 0019 closes")
 }
 
 func envOr(name, def string) string {
@@ -68,8 +71,8 @@ func envOr(name, def string) string {
 func (b *backendArgs) check() error {
 	switch b.backend {
 	case backendDocker:
-		if b.kubeconfig != "" || b.node != "" {
-			return usagef("--kubeconfig and --node select a Kubernetes cluster; add --backend kubernetes")
+		if b.kubeconfig != "" || b.node != "" || b.seccomp != "" {
+			return usagef("--kubeconfig, --node and --seccomp-profile select a Kubernetes cluster; add --backend kubernetes")
 		}
 	case backendKubernetes:
 	default:
@@ -124,7 +127,7 @@ func (b *backendArgs) configure(ctx context.Context, stdio IO, cfg *controller.C
 	}
 	kb, err := kubernetes.New(ctx, kubernetes.Config{
 		Kubeconfig: b.kubeconfig, Namespace: b.namespace, NodeName: b.node, RuntimeClass: b.runtime,
-		LoaderImage: cfg.RuntimeImage, Logger: stdio.Log, Pool: max(pool, 0),
+		SeccompProfile: b.seccomp, LoaderImage: cfg.RuntimeImage, Logger: stdio.Log, Pool: max(pool, 0),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes backend: %w", err)

@@ -78,6 +78,8 @@ func TestExitCodes(t *testing.T) {
 			args: fixed("grade", "--task", sumTask, "--submission", sumHonest, "--backend", "nomad")},
 		{name: "usage: a kubeconfig without the kubernetes backend", code: ExitUsage, stderr: "add --backend kubernetes",
 			args: fixed("grade", "--task", sumTask, "--submission", sumHonest, "--kubeconfig", "/nonexistent")},
+		{name: "usage: a seccomp profile without the kubernetes backend", code: ExitUsage, stderr: "add --backend kubernetes",
+			args: fixed("grade", "--task", sumTask, "--submission", sumHonest, "--seccomp-profile", "RuntimeDefault")},
 		{name: "usage: a negative --case-parallel", code: ExitUsage, stderr: "--case-parallel -1",
 			args: fixed("grade", "--task", sumTask, "--submission", sumHonest, "--case-parallel", "-1")},
 		{name: "ERROR: both tiers' matrix on an unreachable cluster", code: ExitError, stderr: "kubernetes backend: ",
