@@ -475,7 +475,7 @@ base_specs() {
 }
 
 start_kubelet() {
-  # The sandbox seccomp profile (ADR 0019), where the pods' Localhost
+  # The sandbox seccomp profile (ADR 0020), where the pods' Localhost
   # profile (sandbox/kubernetes.DefaultSeccompProfile) points: under the
   # kubelet's root, seccomp/strictgrade/ and the profile's versioned name
   # (internal/seccomp.Name).

@@ -8,7 +8,7 @@ import (
 )
 
 // Channels between sandboxes through what they share (issue 29 item 7,
-// ADR 0019): the read-only inodes of /usr and the sginit volume, the host's
+// ADR 0020): the read-only inodes of /usr and the sginit volume, the host's
 // page cache, the host uid. Each payload exits 3 when the call it needs is
 // refused with EPERM (the sandbox seccomp profile), 4 when the call works
 // but nothing arrives, and otherwise prints what it received.
@@ -164,11 +164,11 @@ print(got)
 func init() {
 	register(
 		&Probe{ID: "V11.9-shared-lock", Taxonomy: "V11.9", Class: "V11", Title: "two cases of a grade exchange hidden inputs through flock on /usr", Source: "issue 29 item 7",
-			Strict: &Case{Custom: twinsProbe(twinsFlock, "flock"), Expect: Blocked, Layer: "seccomp: flock refused", Why: "the sandbox seccomp profile refuses advisory locks (ADR 0019)"}},
+			Strict: &Case{Custom: twinsProbe(twinsFlock, "flock"), Expect: Blocked, Layer: "seccomp: flock refused", Why: "the sandbox seccomp profile refuses advisory locks (ADR 0020)"}},
 		&Probe{ID: "V11.10-shared-watch", Taxonomy: "V11.10", Class: "V11", Title: "two cases of a grade exchange hidden inputs through inotify on /usr", Source: "issue 29 item 7",
-			Strict: &Case{Custom: twinsProbe(twinsWatch, "inotify"), Expect: Blocked, Layer: "seccomp: inotify refused", Why: "the sandbox seccomp profile refuses inotify and fanotify (ADR 0019)"}},
+			Strict: &Case{Custom: twinsProbe(twinsWatch, "inotify"), Expect: Blocked, Layer: "seccomp: inotify refused", Why: "the sandbox seccomp profile refuses inotify and fanotify (ADR 0020)"}},
 		&Probe{ID: "V11.11-page-cache", Taxonomy: "V11.11", Class: "V11", Title: "a grade writes its hidden input into the page cache of /usr for a later grade", Source: "issue 29 item 7",
-			Strict: &Case{Custom: relayProbe, Expect: Blocked, Layer: "seccomp: preadv2(RWF_NOWAIT) refused", Why: "the sandbox seccomp profile refuses fadvise, mincore, cachestat, readahead, AIO, io_uring and RWF_NOWAIT; plain reads' timing remains (ADR 0019)"}},
+			Strict: &Case{Custom: relayProbe, Expect: Blocked, Layer: "seccomp: preadv2(RWF_NOWAIT) refused", Why: "the sandbox seccomp profile refuses fadvise, mincore, cachestat, readahead, AIO, io_uring and RWF_NOWAIT; plain reads' timing remains (ADR 0020)"}},
 	)
 }
 

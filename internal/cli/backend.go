@@ -56,7 +56,7 @@ func (b *backendArgs) registerWhere(fs *flag.FlagSet) {
 	fs.StringVar(&b.node, "node", os.Getenv("STRICTGRADE_K8S_NODE"),
 		"kubernetes: bind every pod to this node instead of leaving it to the scheduler (default $STRICTGRADE_K8S_NODE)")
 	fs.StringVar(&b.seccomp, "seccomp-profile", os.Getenv("STRICTGRADE_K8S_SECCOMP_PROFILE"),
-		"kubernetes: the pods' seccomp profile, a path under each node's kubelet seccomp directory (default $STRICTGRADE_K8S_SECCOMP_PROFILE, else "+kubernetes.DefaultSeccompProfile+", strictgrade's sandbox profile, which the nodes must hold); RuntimeDefault keeps the runtime's default and the channels ADR 0019 closes")
+		"kubernetes: the pods' seccomp profile, a path under each node's kubelet seccomp directory (default $STRICTGRADE_K8S_SECCOMP_PROFILE, else "+kubernetes.DefaultSeccompProfile+", strictgrade's sandbox profile, which the nodes must hold); RuntimeDefault keeps the runtime's default and the channels ADR 0020 closes")
 }
 
 func envOr(name, def string) string {

@@ -11,7 +11,7 @@
 // init process, private IPC, a bounded log driver, and the sandbox seccomp
 // profile of package internal/seccomp (Docker's default without the calls
 // through which sandboxes sharing inodes, a page cache or a uid could
-// signal each other; ADR 0019). Spec has no field that
+// signal each other; ADR 0020). Spec has no field that
 // could add a capability, a bind mount, a device or a host namespace.
 //
 // Archives cross the container boundary only through the functions of

@@ -15,7 +15,7 @@ import (
 )
 
 // seccompOption applies the sandbox seccomp profile (package
-// internal/seccomp, ADR 0019).
+// internal/seccomp, ADR 0020).
 var seccompOption = seccomp.Option()
 
 // stopTimeout is zero seconds: the profile's stop signal is SIGKILL.
@@ -98,7 +98,7 @@ func hardened(s Spec, l Limits, stdin bool) (*container.Config, *container.HostC
 		CapDrop:        strslice.StrSlice{"ALL"},
 		// Docker's default seccomp profile with the calls refused that
 		// are channels between sandboxes sharing inodes, a page cache or
-		// a uid (ADR 0019).
+		// a uid (ADR 0020).
 		SecurityOpt:   []string{"no-new-privileges=true", seccompOption},
 		Privileged:    false,
 		IpcMode:       container.IPCModePrivate,

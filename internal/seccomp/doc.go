@@ -1,7 +1,7 @@
 // Package seccomp holds the seccomp profile of every strictgrade sandbox:
 // Docker's default profile with the system calls refused that let two
 // sandboxes that share inodes, a page cache or a host uid tell each other
-// something (ADR 0019).
+// something (ADR 0020).
 //
 // Sandboxes share read-only inodes by design: the sginit volume (ADR 0014),
 // a runtime image's shared directory (ADR 0016), the image layers. What the
@@ -32,7 +32,7 @@
 // from the module's default profile and the rules in rules_test.go's
 // build, and the same test fails when the file is stale.
 //
-// What the profile cannot close is recorded in ADR 0019 and TAXONOMY.md:
+// What the profile cannot close is recorded in ADR 0020 and TAXONOMY.md:
 // the timing of plain reads against the page cache, fault-around seen in
 // /proc/self/pagemap, host-wide counters in /proc, and the per-user
 // kernel counters all sandboxes share under one uid.

@@ -35,7 +35,7 @@ func build() *moby.Seccomp {
 	eperm := uint(unix.EPERM)
 	kept = append(kept, &moby.Syscall{
 		LinuxSyscall: specs.LinuxSyscall{Names: slices.Clone(Refused), Action: specs.ActErrno, ErrnoRet: &eperm},
-		Comment:      "strictgrade: locks, watches, page-cache control and residency, asynchronous and non-blocking reads are channels between sandboxes that share inodes (ADR 0019)",
+		Comment:      "strictgrade: locks, watches, page-cache control and residency, asynchronous and non-blocking reads are channels between sandboxes that share inodes (ADR 0020)",
 	})
 	for _, c := range FcntlCommands {
 		kept = append(kept, &moby.Syscall{LinuxSyscall: specs.LinuxSyscall{

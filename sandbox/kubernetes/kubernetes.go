@@ -80,7 +80,7 @@ type Config struct {
 	// Localhost profile: a path under the kubelet's seccomp directory
 	// (<kubelet root>/seccomp) of each node. Empty means
 	// DefaultSeccompProfile, strictgrade's sandbox profile
-	// (internal/seccomp, ADR 0019), which each node must hold there:
+	// (internal/seccomp, ADR 0020), which each node must hold there:
 	// install SeccompProfileJSON as that file. RuntimeDefaultSeccomp keeps
 	// the runtime's default profile instead, under which sandboxes can
 	// signal each other through locks, watches and the page cache of the

@@ -763,7 +763,7 @@ func isDefaultSeccomp(p *corev1.SeccompProfile) bool {
 
 // TestSeccompProfileChoice: every container and the pod run under the
 // profile Config.SeccompProfile names, strictgrade's own by default
-// (ADR 0019), the runtime's default only when asked for by name.
+// (ADR 0020), the runtime's default only when asked for by name.
 func TestSeccompProfileChoice(t *testing.T) {
 	spec := sandbox.Spec{Run: "r", Phase: "candidate", Image: "img:1", Cmd: []string{"true"},
 		Mounts: []sandbox.Mount{{Volume: "v", Target: "/work"}}}
