@@ -12,8 +12,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -31,19 +33,37 @@ import (
 // with no file system, no network, no environment, one argument
 // ("checker"), a deterministic clock and random source (wazero's
 // defaults: a fake clock advancing 1 ms per reading, sleeping returns at
-// once, a fixed random stream), a memory limit, a deadline, and a cap on
-// what it writes. Its standard input is one JSON document (CheckerInput)
-// and its standard output must be one JSON document (CheckerAnswer).
+// once, a fixed random stream), a memory limit, a fuel budget (see
+// instrument: a count of the instructions it runs, the same on every
+// machine), a wall-clock backstop, and a cap on what it writes. Its
+// standard input is one JSON document (CheckerInput) and its standard
+// output must be one JSON document (CheckerAnswer).
 //
 // The candidate's output is only data to the checker: base64 in its
 // input. Whatever the candidate wrote, the checker must answer accept or
-// reject; a checker that does anything else (traps, exits non-zero, runs
-// past its deadline, its memory or its output cap, answers something
-// that is not an answer, or is not a module at all) is a defect of the
-// task: Judge returns an error wrapping ErrChecker, the judge program
-// exits with ExitCheckerFailed, and the controller makes the grade an
-// ERROR with reason code checker_failed. It is never the candidate's FAIL,
-// and never a PASS.
+// reject. A run that uses up its fuel fails the case (reason code
+// ReasonCheckerFuel): how much a checker computes depends on the output
+// the candidate wrote, and the count is deterministic, so the same output
+// fails on every run, loaded or not. task check proves a task's checker
+// on outputs as large as the task allows, so that an honest answer never
+// comes near it. A checker that does anything else (traps, exits
+// non-zero, runs past its wall-clock backstop, its memory or its output
+// cap, answers something that is not an answer, or is not a module at
+// all, or not one instrument can meter) is a defect of the task: Judge
+// returns an error wrapping ErrChecker, the judge program exits with
+// ExitCheckerFailed, and the controller makes the grade an ERROR with
+// reason code checker_failed. It is never the candidate's FAIL, and
+// never a PASS.
+//
+// A reject's message is task text: the checker may quote the case's
+// input or expected value in it. A message over 4096 bytes is cut to
+// 4096 (at a character boundary), never refused. Under the digest
+// disclosure policy the verdict says only that the checker rejected the
+// output (and, as for every comparator, the length and sha256 prefix of
+// the candidate's own output): nothing of the message, not even its
+// length. Under the detailed policy it quotes the message, escaped and
+// cut to 240 bytes: a task that grades with detailed verdicts must keep
+// hidden data out of its checker's messages.
 
 // Limits of a checker, as a Comparator sets them: 0 means the default.
 const (
@@ -51,13 +71,18 @@ const (
 	// pages (64 MiB); MaxCheckerMemoryPages the largest accepted (256 MiB).
 	DefaultCheckerMemoryPages = 1024
 	MaxCheckerMemoryPages     = 4096
-	// DefaultCheckerTimeoutMS is the default deadline of one run in
-	// milliseconds, wall-clock time (wazero has no fuel), instantiation
-	// included; MaxCheckerTimeoutMS the largest accepted. A deadline is
-	// the one limit that depends on the machine's load: leave a checker
-	// ample room.
-	DefaultCheckerTimeoutMS = 5000
-	MaxCheckerTimeoutMS     = 10000
+	// DefaultCheckerTimeoutMS is the default wall-clock backstop of one
+	// run in milliseconds, instantiation included; MaxCheckerTimeoutMS
+	// the largest accepted. Fuel decides a run (DefaultCheckerFuel); the
+	// backstop only catches a grader that cannot go on, so it is a
+	// generous multiple of what the fuel takes: on two loaded cores
+	// (load 30) the measured rate was 0.8 to 1.8 units a nanosecond, and
+	// the default leaves 10 ns a unit of the default fuel. A task that
+	// raises fuel should raise timeout_ms with it (5 ms for every million
+	// units keeps that margin). A run still going at its backstop is an
+	// ERROR.
+	DefaultCheckerTimeoutMS = 10000
+	MaxCheckerTimeoutMS     = 60000
 	// DefaultCheckerOutputBytes is the default cap on what one run
 	// writes to standard output; MaxCheckerOutputBytes the largest
 	// accepted.
@@ -65,8 +90,9 @@ const (
 	MaxCheckerOutputBytes     = 1 << 20
 	// CheckerTotalTime bounds the time all checker runs (and their
 	// compilation) of one Judge take together, well within the judge
-	// container's wall-clock limit.
-	CheckerTotalTime = 60 * time.Second
+	// container's wall-clock limit: a backstop, as the deadline of a run
+	// is, for CheckerTotalFuel.
+	CheckerTotalTime = 90 * time.Second
 	// maxCheckerMessage bounds the message of an answer.
 	maxCheckerMessage = 4096
 )
@@ -100,9 +126,9 @@ type CheckerInput struct {
 type CheckerAnswer struct {
 	// Verdict is accept or reject.
 	Verdict string `json:"verdict"`
-	// Message says why, for a reject; at most 4096 bytes of UTF-8. A
-	// digest verdict quotes none of it (it may echo the case), a
-	// detailed one an escaped, truncated excerpt.
+	// Message says why, for a reject: UTF-8, cut to 4096 bytes when
+	// longer. A digest verdict says nothing of it (it may echo the
+	// case), a detailed one quotes an escaped, truncated excerpt.
 	Message string `json:"message,omitempty"`
 }
 
@@ -148,10 +174,29 @@ func parseCheckerAnswer(out []byte) (CheckerAnswer, error) {
 	switch {
 	case a.Verdict != CheckerAccept && a.Verdict != CheckerReject:
 		return a, fmt.Errorf("its verdict is %s, not accept or reject", schema.Excerpt([]byte(a.Verdict), 40))
-	case len(a.Message) > maxCheckerMessage:
-		return a, fmt.Errorf("its message is longer than %d bytes", maxCheckerMessage)
 	}
+	a.Message = truncateUTF8(a.Message, maxCheckerMessage)
 	return a, nil
+}
+
+// truncateUTF8 cuts s to at most n bytes at a character boundary: a
+// checker's long message is still a reject, never a failure.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// checkerFuel returns the fuel of one run of a checker comparator.
+func (c Comparator) checkerFuel() int64 {
+	if c.Fuel == 0 {
+		return DefaultCheckerFuel
+	}
+	return c.Fuel
 }
 
 // checkerLimits returns the limits of a checker comparator, defaults
@@ -182,6 +227,10 @@ type checkers struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	byKey  map[checkerKey]*checker
+	// fuelLeft is what remains of CheckerTotalFuel.
+	fuelLeft int64
+	// onRun, when set, is told about every run (Input.OnChecker).
+	onRun func(CheckerUse)
 }
 
 type checkerKey struct {
@@ -199,7 +248,7 @@ type checker struct {
 
 func newCheckers() *checkers {
 	ctx, cancel := context.WithTimeout(context.Background(), CheckerTotalTime)
-	return &checkers{ctx: ctx, cancel: cancel, byKey: map[checkerKey]*checker{}}
+	return &checkers{ctx: ctx, cancel: cancel, byKey: map[checkerKey]*checker{}, fuelLeft: CheckerTotalFuel}
 }
 
 // close releases every runtime.
@@ -236,7 +285,12 @@ func (ks *checkers) compile(c Comparator, hidden map[string][]byte) (*checker, e
 		k.rt.Close(context.Background())
 		return nil, k.failed("", fmt.Sprintf("WASI: %v", err))
 	}
-	code, err := k.rt.CompileModule(ks.ctx, wasm)
+	metered, err := instrument(wasm)
+	if err != nil {
+		k.rt.Close(context.Background())
+		return nil, k.failed("", "not a usable WebAssembly module: "+oneLine(err.Error()))
+	}
+	code, err := k.rt.CompileModule(ks.ctx, metered.wasm)
 	if err != nil {
 		k.rt.Close(context.Background())
 		return nil, k.failed("", "not a usable WebAssembly module: "+oneLine(err.Error()))
@@ -277,9 +331,19 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
-// run runs the checker on one case and returns its answer; the error
-// wraps ErrChecker.
-func (k *checker) run(parent context.Context, c Comparator, caseID string, frame []byte) (CheckerAnswer, error) {
+// checkerRun is what one checker run came to.
+type checkerRun struct {
+	answer CheckerAnswer
+	// fuel is the fuel the run was given, used what it used of it;
+	// outOfFuel says it was stopped by running out (used is then fuel,
+	// and answer is empty).
+	fuel, used int64
+	outOfFuel  bool
+}
+
+// run runs the checker on one case with the given fuel and returns its
+// answer, or that it ran out of fuel; the error wraps ErrChecker.
+func (k *checker) run(parent context.Context, c Comparator, caseID string, frame []byte, fuel int64) (checkerRun, error) {
 	_, timeout, maxOut := c.checkerLimits()
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
@@ -290,10 +354,22 @@ func (k *checker) run(parent context.Context, c Comparator, caseID string, frame
 		WithArgs("checker").
 		WithStdin(bytes.NewReader(frame)).
 		WithStdout(stdout).
-		WithStderr(stderr)
+		WithStderr(stderr).
+		WithStartFunctions() // _start is called below, once the fuel is set
 	start := time.Now()
+	res := checkerRun{fuel: fuel}
 	mod, err := k.rt.InstantiateModule(ctx, k.code, cfg)
-	if mod != nil {
+	if err == nil {
+		g, _ := mod.ExportedGlobal(FuelExport).(api.MutableGlobal)
+		if g == nil {
+			mod.Close(context.Background())
+			return res, k.failed(caseID, "its instrumented module has no fuel global")
+		}
+		g.Set(uint64(fuel))
+		if f := mod.ExportedFunction("_start"); f != nil {
+			_, err = f.Call(ctx)
+		}
+		res.used, res.outOfFuel = fuelUsed(fuel, g.Get())
 		mod.Close(context.Background())
 	}
 	elapsed := time.Since(start).Milliseconds()
@@ -303,26 +379,31 @@ func (k *checker) run(parent context.Context, c Comparator, caseID string, frame
 	}
 	var exit *sys.ExitError
 	switch {
+	case res.outOfFuel && ctx.Err() == nil:
+		// Stopped by its fuel: deterministic, and decided by the
+		// output the candidate wrote. The caller fails the case.
+		return res, nil
 	case stdout.over:
-		return CheckerAnswer{}, k.failed(caseID, fmt.Sprintf("wrote more than its output cap of %d bytes", maxOut))
+		return res, k.failed(caseID, fmt.Sprintf("wrote more than its output cap of %d bytes", maxOut))
 	case parent.Err() != nil:
-		return CheckerAnswer{}, k.failed(caseID, fmt.Sprintf("the checkers ran past their total time of %s", CheckerTotalTime))
+		return res, k.failed(caseID, fmt.Sprintf("the checkers ran past their total time of %s", CheckerTotalTime))
 	case ctx.Err() != nil:
-		return CheckerAnswer{}, k.failed(caseID, fmt.Sprintf("ran past its deadline of %d ms", timeout.Milliseconds()))
+		return res, k.failed(caseID, fmt.Sprintf("ran past its deadline of %d ms", timeout.Milliseconds()))
 	case errors.As(err, &exit) && exit.ExitCode() != 0:
-		return CheckerAnswer{}, k.failed(caseID, fmt.Sprintf("exited with status %d after %d ms%s", exit.ExitCode(), elapsed, tail))
+		return res, k.failed(caseID, fmt.Sprintf("exited with status %d after %d ms%s", exit.ExitCode(), elapsed, tail))
 	case err != nil && !errors.As(err, &exit) && strings.Contains(err.Error(), "wasm error: "):
-		return CheckerAnswer{}, k.failed(caseID, "trapped: "+trapMessage(err)+tail)
+		return res, k.failed(caseID, "trapped: "+trapMessage(err)+tail)
 	case err != nil && !errors.As(err, &exit):
 		// Not a trap: an import wazero does not provide (a module for
 		// another host than WASI), or a start function that failed.
-		return CheckerAnswer{}, k.failed(caseID, "could not run: "+trapMessage(err)+tail)
+		return res, k.failed(caseID, "could not run: "+trapMessage(err)+tail)
 	}
 	a, err := parseCheckerAnswer(stdout.buf.Bytes())
 	if err != nil {
-		return a, k.failed(caseID, err.Error())
+		return res, k.failed(caseID, err.Error())
 	}
-	return a, nil
+	res.answer = a
+	return res, nil
 }
 
 // trapMessage is the first line of a trap's error, without wazero's
@@ -367,17 +448,34 @@ func decideChecker(d schema.Disclosure, ks *checkers, w expectation, kind schema
 	if err != nil {
 		return decision{err: w.chk.failed(c.ID, "cannot encode its input: "+err.Error())}
 	}
-	a, err := w.chk.run(ks.ctx, w.cmp, c.ID, frame)
+	fuel, capped := w.cmp.checkerFuel(), false
+	if ks.fuelLeft < fuel {
+		fuel, capped = ks.fuelLeft, true
+	}
+	run, err := w.chk.run(ks.ctx, w.cmp, c.ID, frame, fuel)
 	if err != nil {
 		return decision{err: err}
 	}
+	ks.fuelLeft -= run.used
+	if ks.onRun != nil {
+		ks.onRun(CheckerUse{Case: c.ID, Fuel: run.fuel, Used: run.used, OutOfFuel: run.outOfFuel})
+	}
+	if run.outOfFuel {
+		if capped {
+			return fail(KindChecker, ReasonCheckerFuel,
+				fmt.Sprintf("the checker ran out of fuel on the output: the checkers of the grade used up their total fuel of %d", CheckerTotalFuel))
+		}
+		return fail(KindChecker, ReasonCheckerFuel,
+			fmt.Sprintf("the checker ran out of fuel on the output: it used up its fuel of %d", fuel))
+	}
+	a := run.answer
 	if a.Verdict == CheckerAccept {
 		return pass(KindChecker)
 	}
+	// Under the digest policy nothing of the message: it is task text
+	// that may quote the case's hidden data, and even its length or a
+	// hash can tell which of a few messages it is.
 	digest := "the checker rejected the output; output " + schema.Summary(call.output)
-	if a.Message != "" {
-		digest += "; message " + schema.Summary([]byte(a.Message))
-	}
 	detail := "the checker rejected the output"
 	if a.Message != "" {
 		detail += ": " + schema.Excerpt([]byte(a.Message), 240)

@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/strictgrade/strictgrade/schema"
 )
@@ -211,8 +214,8 @@ func TestCheckerDisclosure(t *testing.T) {
 	if strings.Contains(string(data), secret) || v.Cases[0].Outcome != schema.OutcomeFail {
 		t.Errorf("digest verdict:\n%s", data)
 	}
-	if r := v.Cases[0].Reason; !strings.HasPrefix(r, "the checker rejected the output; output 23 bytes, sha256 ") || !strings.Contains(r, "; message ") {
-		t.Errorf("digest reason %q", r)
+	if r, want := v.Cases[0].Reason, "the checker rejected the output; output "+schema.Summary([]byte(`"`+secret+`-x"`)); r != want {
+		t.Errorf("digest reason %q, want %q", r, want)
 	}
 	f.disclosure = schema.DisclosureDetailed
 	if v, err = judgeDir(t, f.write(t)); err != nil {
@@ -303,7 +306,7 @@ func TestCheckerFailures(t *testing.T) {
 	}{
 		{"panic", mod, "", "panic", "exited with status 2"},
 		{"exit", mod, "", "exit3", "exited with status 3"},
-		{"loop", mod, `,"timeout_ms":300`, "loop", "ran past its deadline of 300 ms"},
+		{"loop", mod, `,"timeout_ms":300,"fuel":10000000000`, "loop", "ran past its deadline of 300 ms"},
 		{"memory", mod, `,"memory_pages":512`, "oom", "out of memory"},
 		{"spam", mod, `,"output_bytes":4096`, "spam", "wrote more than its output cap of 4096 bytes"},
 		{"garbage", mod, "", "garbage", "its answer is not a JSON object"},
@@ -313,7 +316,9 @@ func TestCheckerFailures(t *testing.T) {
 		{"unknown mode", mod, "", "what", "exited with status 7"},
 		{"trap", trapModule, "", "", "trapped: wasm error: unreachable"},
 		{"trap names the case", trapModule, "", "", "case ok: trapped"},
-		{"wasm loop", loopModule, `,"timeout_ms":200`, "", "ran past its deadline of 200 ms"},
+		{"wasm loop", loopModule, `,"timeout_ms":200,"fuel":10000000000`, "", "ran past its deadline of 200 ms"},
+		{"fuel export taken", fuelExportModule, "", "", "exports strictgrade.fuel, a name the judge reserves"},
+		{"threads", atomicModule, "", "", "unknown opcode 0xfe"},
 		{"memory too large", bigMemoryModule, "", "", "min 5000 pages (312 Mi) over limit of 1024 pages"},
 		{"not wasm", []byte("#!/bin/sh\necho accept\n"), "", "", "not a usable WebAssembly module"},
 		{"not for WASI", envImportModule, "", "", "could not run: "},
@@ -449,7 +454,7 @@ func TestParseCheckerAnswer(t *testing.T) {
 		`["accept"]`:                                     "error",
 		`{"verdict":"accept"}{}`:                         "error",
 		"":                                               "error",
-		`{"verdict":"reject","message":"` + strings.Repeat("m", maxCheckerMessage+1) + `"}`: "error",
+		`{"verdict":"reject","message":"` + strings.Repeat("m", maxCheckerMessage+1) + `"}`: "reject",
 	} {
 		a, err := parseCheckerAnswer([]byte(in))
 		got := a.Verdict
@@ -459,5 +464,139 @@ func TestParseCheckerAnswer(t *testing.T) {
 		if got != want {
 			t.Errorf("%.60q: %s (%v), want %s", in, got, err, want)
 		}
+	}
+}
+
+// Issue 29, item 4: a checker's budget is fuel, not the clock. A checker
+// that computes forever, or for long on a large output, fails the case
+// (checker_out_of_fuel) the same way on every run, loaded or not; on
+// f7459a3 both were an ERROR (the deadline) or, on a quiet machine, a
+// FAIL now and then.
+func TestCheckerFuelDecides(t *testing.T) {
+	big := "[" + strings.TrimSuffix(strings.Repeat("0,", 510000), ",") + "]" // about 1 MiB
+	args := `[4,[[0,1],[0,2],[1,3],[2,3]]]`
+	for _, tc := range []struct {
+		name   string
+		module []byte
+		cs     checkerCase
+	}{
+		{"a checker that loops", testChecker(t), checkerCase{id: "c", args: `["loop"]`, expected: `1`, output: `1`}},
+		{"a checker that works hard on a large output", testChecker(t), checkerCase{id: "c", args: `["work",100000]`, expected: `1`, output: `"` + strings.Repeat("x", 1<<20) + `"`}},
+		{"toposort on [0]*510000", toposortChecker(t), checkerCase{id: "c", args: args, expected: `[0,1,2,3]`, output: big}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := checkerFixture(tc.module, "", false, tc.cs)
+			root := f.write(t)
+			var reasons []string
+			for range 3 {
+				v, err := judgeDir(t, root)
+				if err != nil {
+					t.Fatalf("run %d: %v, want a FAIL", len(reasons), err)
+				}
+				c := v.Cases[0]
+				if v.Outcome != schema.OutcomeFail || c.DecidedBy != KindChecker {
+					t.Fatalf("run %d: %s decided by %s (%s), want FAIL by checker", len(reasons), v.Outcome, c.DecidedBy, c.Reason)
+				}
+				reasons = append(reasons, v.ReasonCode+": "+c.Reason)
+			}
+			if reasons[0] != reasons[1] || reasons[0] != reasons[2] {
+				t.Errorf("the runs differ:\n%s", strings.Join(reasons, "\n"))
+			}
+			t.Log(reasons[0])
+		})
+	}
+}
+
+// TestCheckerFuelUsed: a run uses the same fuel every time; a run stopped
+// by its fuel used all of it; the grade's total is shared in case order.
+func TestCheckerFuelUsed(t *testing.T) {
+	mod := testChecker(t)
+	f := checkerFixture(mod, `,"fuel":50000000`, false,
+		checkerCase{id: "small", args: `["work",1]`, expected: `1`, output: `"` + strings.Repeat("x", 1000) + `"`},
+		checkerCase{id: "large", args: `["work",1000]`, expected: `1`, output: `"` + strings.Repeat("x", 100000) + `"`},
+		checkerCase{id: "again", args: `["work",1]`, expected: `1`, output: `"` + strings.Repeat("x", 1000) + `"`})
+	root := f.write(t)
+	var runs [2][]CheckerUse
+	for i := range runs {
+		in, err := ReadInput(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.OnChecker = func(u CheckerUse) { runs[i] = append(runs[i], u) }
+		v, err := Judge(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []schema.Outcome{"PASS", "FAIL", "PASS"}
+		for k, c := range v.Cases {
+			if c.Outcome != want[k] {
+				t.Errorf("case %s: %s (%s), want %s", c.ID, c.Outcome, c.Reason, want[k])
+			}
+		}
+		if v.ReasonCode != ReasonCheckerFuel || v.Cases[1].Reason != "the checker ran out of fuel on the output: it used up its fuel of 50000000" {
+			t.Errorf("reason %s: %q", v.ReasonCode, v.Cases[1].Reason)
+		}
+	}
+	if diff := cmp.Diff(runs[0], runs[1]); diff != "" {
+		t.Errorf("the fuel used differs between runs (-first +second):\n%s", diff)
+	}
+	if u := runs[0]; len(u) != 3 || u[0].Used != u[2].Used || u[0].Used <= 0 || !u[1].OutOfFuel || u[1].Used != 50000000 || u[0].OutOfFuel {
+		t.Errorf("uses %+v", u)
+	}
+	t.Logf("%+v", runs[0])
+}
+
+// Issue 29, item 5: a reject whose message is longer than 4096 bytes is
+// still a reject, its message cut at a character boundary; on f7459a3
+// it made the grade an ERROR.
+func TestCheckerLongMessage(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	for _, d := range []schema.Disclosure{schema.DisclosureDigest, schema.DisclosureDetailed} {
+		f := checkerFixture(testChecker(t), "", false,
+			checkerCase{id: "quote", args: `["quote"]`, expected: `1`, output: `"` + long + `"`},
+			checkerCase{id: "long", args: `["long"]`, expected: `1`, output: `2`})
+		f.disclosure = d
+		v, err := judgeDir(t, f.write(t))
+		if err != nil {
+			t.Fatalf("%s: %v, want a FAIL", d, err)
+		}
+		for _, c := range v.Cases {
+			if c.Outcome != schema.OutcomeFail || c.DecidedBy != KindChecker || !strings.HasPrefix(c.Reason, "the checker rejected the output") {
+				t.Errorf("%s: case %s: %s by %s (%s), want FAIL by checker", d, c.ID, c.Outcome, c.DecidedBy, c.Reason)
+			}
+		}
+	}
+	a, err := parseCheckerAnswer([]byte(`{"verdict":"reject","message":"` + strings.Repeat("é", 3000) + `"}`))
+	if err != nil || a.Verdict != CheckerReject || len(a.Message) != maxCheckerMessage || !utf8.ValidString(a.Message) {
+		t.Errorf("a 6000-byte message: %s, %d bytes (valid UTF-8 %v), %v", a.Verdict, len(a.Message), utf8.ValidString(a.Message), err)
+	}
+}
+
+// Issue 29, item 6: under the digest policy a reject says that the
+// checker rejected and nothing of its message, not even its length or a
+// hash: two messages differ only in the hidden data they quote, and the
+// reasons are the same. On f7459a3 the reason carried the message's
+// length and sha256 prefix.
+func TestCheckerDigestSaysOnlyRejected(t *testing.T) {
+	output := `[1]`
+	f := checkerFixture(testChecker(t), "", false,
+		checkerCase{id: "a", args: `["quote"]`, expected: `"` + expectedValue + `"`, output: output},
+		checkerCase{id: "b", args: `["quote"]`, expected: `"short"`, output: output})
+	v, err := judgeDir(t, f.write(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "the checker rejected the output; output " + schema.Summary([]byte(output))
+	for _, c := range v.Cases {
+		if c.Outcome != schema.OutcomeFail || c.Reason != want {
+			t.Errorf("case %s: %s (%q), want FAIL (%q)", c.ID, c.Outcome, c.Reason, want)
+		}
+	}
+	f.disclosure = schema.DisclosureDetailed
+	if v, err = judgeDir(t, f.write(t)); err != nil {
+		t.Fatal(err)
+	}
+	if r := v.Cases[1].Reason; r != `the checker rejected the output: "got [1], want \"short\""` {
+		t.Errorf("detailed reason %q does not quote the message", r)
 	}
 }

@@ -67,8 +67,15 @@ type Comparator struct {
 	// MemoryPages is the checker's memory limit in 64 KiB pages, 1 to
 	// MaxCheckerMemoryPages; 0 means DefaultCheckerMemoryPages (checker).
 	MemoryPages uint32 `json:"memory_pages,omitempty"`
-	// TimeoutMS is the deadline of one checker run in milliseconds, 1 to
-	// MaxCheckerTimeoutMS; 0 means DefaultCheckerTimeoutMS (checker).
+	// Fuel is the budget of one checker run in fuel units (about one
+	// WebAssembly instruction each; see instrument), 1 to MaxCheckerFuel;
+	// 0 means DefaultCheckerFuel (checker). A run that uses it up fails
+	// its case: the same output does so on every machine at any load.
+	Fuel int64 `json:"fuel,omitempty"`
+	// TimeoutMS is the wall-clock backstop of one checker run in
+	// milliseconds, 1 to MaxCheckerTimeoutMS; 0 means
+	// DefaultCheckerTimeoutMS (checker). Fuel decides; a run still
+	// going at its backstop is the grader's failure, an ERROR.
 	TimeoutMS int `json:"timeout_ms,omitempty"`
 	// OutputBytes caps what one checker run writes to its standard
 	// output, 1 to MaxCheckerOutputBytes; 0 means
@@ -121,6 +128,7 @@ func (c Comparator) Validate() error {
 		v, limit int64
 	}{
 		{"memory_pages", int64(c.MemoryPages), MaxCheckerMemoryPages},
+		{"fuel", c.Fuel, MaxCheckerFuel},
 		{"timeout_ms", int64(c.TimeoutMS), MaxCheckerTimeoutMS},
 		{"output_bytes", int64(c.OutputBytes), MaxCheckerOutputBytes},
 	} {

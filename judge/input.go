@@ -96,6 +96,9 @@ type Input struct {
 	// Outputs holds what each case produced, by case index; it has one
 	// entry per case.
 	Outputs []Output
+	// OnChecker, when set, is told what every checker run used (task
+	// check records the fuel its probes used).
+	OnChecker func(CheckerUse)
 }
 
 // Output is what one case produced. Only the parts the case is graded on

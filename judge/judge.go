@@ -122,6 +122,7 @@ func Judge(in *Input) (*schema.Verdict, error) {
 	// Everything trusted is checked before any candidate byte is looked
 	// at, so that whether the judge can grade never depends on them.
 	ks := newCheckers()
+	ks.onRun = in.OnChecker
 	defer ks.close()
 	wants := make([]expectation, len(cases))
 	for i, c := range cases {

@@ -12,6 +12,7 @@ import (
 	"math/rand"
 	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -87,9 +88,23 @@ func main() {
 	case "exit3":
 		fmt.Fprintln(os.Stderr, "the case is malformed")
 		os.Exit(3)
+	case "quote": // reject, quoting the whole output and the expected value
+		answer("reject", "got "+string(in.Output)+", want "+string(in.Expected))
+	case "long": // reject with a message of 9000 bytes of two-byte characters
+		answer("reject", strings.Repeat("é", 4500))
 	case "loop":
 		for {
 		}
+	case "work": // accept after args[1] passes over the output
+		var passes int
+		json.Unmarshal(args[1], &passes)
+		sum := 0
+		for range passes {
+			for _, b := range in.Output {
+				sum += int(b)
+			}
+		}
+		accept(sum >= 0, "")
 	case "oom":
 		for {
 			hoard = append(hoard, make([]byte, 8<<20))
