@@ -74,25 +74,25 @@ const (
 	// DefaultCheckerTimeoutMS is the default wall-clock backstop of one
 	// run in milliseconds, instantiation included; MaxCheckerTimeoutMS
 	// the largest accepted. Fuel decides a run (DefaultCheckerFuel); the
-	// backstop only catches a grader that cannot go on, so it is a
-	// generous multiple of what the fuel takes: on two loaded cores
-	// (load 30) the measured rate was 0.8 to 1.8 units a nanosecond, and
-	// the default leaves 10 ns a unit of the default fuel. A task that
-	// raises fuel should raise timeout_ms with it (5 ms for every million
-	// units keeps that margin). A run still going at its backstop is an
-	// ERROR.
-	DefaultCheckerTimeoutMS = 10000
-	MaxCheckerTimeoutMS     = 60000
+	// backstop only catches a grader that cannot go on, so it leaves
+	// ample room for the fuel: on two cores at load 20 to 30 the measured
+	// rate was 0.76 to 1.8 units a nanosecond (toposort's checker reading
+	// 1 to 4 MiB; a tight loop), so the default fuel takes at most about
+	// 13 s there, under a quarter of the default. A task that raises fuel
+	// should keep timeout_ms at 5 ms or more for every million units. A
+	// run still going at its backstop is an ERROR.
+	DefaultCheckerTimeoutMS = 60000
+	MaxCheckerTimeoutMS     = 100000
 	// DefaultCheckerOutputBytes is the default cap on what one run
 	// writes to standard output; MaxCheckerOutputBytes the largest
 	// accepted.
 	DefaultCheckerOutputBytes = 64 << 10
 	MaxCheckerOutputBytes     = 1 << 20
 	// CheckerTotalTime bounds the time all checker runs (and their
-	// compilation) of one Judge take together, well within the judge
-	// container's wall-clock limit: a backstop, as the deadline of a run
-	// is, for CheckerTotalFuel.
-	CheckerTotalTime = 90 * time.Second
+	// compilation) of one Judge take together, within the judge
+	// container's two minutes: a backstop, as the deadline of a run is,
+	// for CheckerTotalFuel (about 65 s at the measured slowest rate).
+	CheckerTotalTime = 100 * time.Second
 	// maxCheckerMessage bounds the message of an answer.
 	maxCheckerMessage = 4096
 )
@@ -435,6 +435,17 @@ type checkerCall struct {
 // (base64 in a JSON document, decoded) and turns its FAIL into a task's
 // ERROR. A larger output fails its case (output_limit).
 func checkerReads(pages uint32) int { return int(pages) * 65536 / 16 }
+
+// CheckerReads is the largest candidate output the checker of c is
+// given; a larger one fails its case before the checker runs
+// (output_limit). 0 when c is not a checker comparator.
+func (c Comparator) CheckerReads() int {
+	if c.Kind != KindChecker {
+		return 0
+	}
+	pages, _, _ := c.checkerLimits()
+	return checkerReads(pages)
+}
 
 // decideChecker asks the checker about one case. A checker failure is a
 // decision with err set.

@@ -481,14 +481,13 @@ func TestCheckerFuelDecides(t *testing.T) {
 		cs     checkerCase
 	}{
 		{"a checker that loops", testChecker(t), checkerCase{id: "c", args: `["loop"]`, expected: `1`, output: `1`}},
-		{"a checker that works hard on a large output", testChecker(t), checkerCase{id: "c", args: `["work",100000]`, expected: `1`, output: `"` + strings.Repeat("x", 1<<20) + `"`}},
 		{"toposort on [0]*510000", toposortChecker(t), checkerCase{id: "c", args: args, expected: `[0,1,2,3]`, output: big}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := checkerFixture(tc.module, "", false, tc.cs)
 			root := f.write(t)
 			var reasons []string
-			for range 3 {
+			for range 2 {
 				v, err := judgeDir(t, root)
 				if err != nil {
 					t.Fatalf("run %d: %v, want a FAIL", len(reasons), err)
@@ -499,7 +498,7 @@ func TestCheckerFuelDecides(t *testing.T) {
 				}
 				reasons = append(reasons, v.ReasonCode+": "+c.Reason)
 			}
-			if reasons[0] != reasons[1] || reasons[0] != reasons[2] {
+			if reasons[0] != reasons[1] {
 				t.Errorf("the runs differ:\n%s", strings.Join(reasons, "\n"))
 			}
 			t.Log(reasons[0])

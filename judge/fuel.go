@@ -702,16 +702,22 @@ func fuelUsed(start int64, left uint64) (used int64, out bool) {
 const ReasonCheckerFuel = "checker_out_of_fuel"
 
 // Fuel of checkers, as a Comparator sets it: 0 means the default.
+//
+// Reading its input is most of what a checker does on a large output: a
+// Go checker decoding CheckerInput with encoding/json uses about 1,050
+// units a byte of the candidate's output (measured: 1.1e9 for 1 MiB,
+// 4.4e9 for 4 MiB, the most a checker with the default memory reads).
+// The default covers that twice over.
 const (
 	// DefaultCheckerFuel is the default fuel of one checker run;
 	// MaxCheckerFuel the largest accepted.
-	DefaultCheckerFuel = 1_000_000_000
-	MaxCheckerFuel     = 10_000_000_000
+	DefaultCheckerFuel = 10_000_000_000
+	MaxCheckerFuel     = 20_000_000_000
 	// CheckerTotalFuel is the fuel all checker runs of one Judge share,
 	// in the order of the cases: a run is given at most what is left, and
 	// a run stopped by what is left fails its case as one stopped by its
 	// own fuel does.
-	CheckerTotalFuel = 10_000_000_000
+	CheckerTotalFuel = 50_000_000_000
 )
 
 // CheckerUse is what one checker run used, as Input.OnChecker hears of it.

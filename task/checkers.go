@@ -30,10 +30,32 @@ type CheckerFindings struct {
 	// and rejected at least one in each case; otherwise it says where it
 	// did not.
 	Reject string `json:"reject,omitempty"`
+	// Large is empty when the checker answered every output of the
+	// largest size a candidate can give it, in every case, within its
+	// fuel; otherwise it says where it did not.
+	Large string `json:"large,omitempty"`
+	// Probes are the figures of the large outputs, one per shape.
+	Probes []CheckerProbe `json:"probes,omitempty"`
 }
 
-// Fit reports whether the checkers passed both checks.
-func (f *CheckerFindings) Fit() bool { return f.Accept == "" && f.Reject == "" }
+// CheckerProbe is what the checker used on one shape of large output.
+type CheckerProbe struct {
+	// Shape names the output.
+	Shape string `json:"shape"`
+	// Bytes is the size of the largest output of the shape given (the
+	// task's output limit, or what the checker reads when that is less).
+	Bytes int `json:"bytes"`
+	// Fuel is the most fuel a case's run used, Case that case, and
+	// Budget its fuel.
+	Fuel   int64  `json:"fuel"`
+	Case   string `json:"case"`
+	Budget int64  `json:"budget"`
+	// OutOfFuel counts the cases whose run used up its fuel.
+	OutOfFuel int `json:"out_of_fuel,omitempty"`
+}
+
+// Fit reports whether the checkers passed every check.
+func (f *CheckerFindings) Fit() bool { return f.Accept == "" && f.Reject == "" && f.Large == "" }
 
 // corruption is a wrong output CheckCheckers hands a checker: it must
 // answer it, and reject at least one of them in every case.
@@ -78,6 +100,93 @@ var corruptions = []corruption{
 	},
 }
 
+// largeShape is an output of a given size CheckCheckers hands a checker:
+// it must answer it within its fuel, accept or reject.
+type largeShape struct {
+	name string
+	// function makes a JSON value of about n bytes, command standard
+	// output of n bytes, from the expected output (nil when the case has
+	// none).
+	function func(expected []byte, n int) []byte
+	command  func(expected []byte, n int) []byte
+}
+
+// noise is n bytes of a fixed pseudo-random stream.
+func noise(n int) []byte {
+	b := make([]byte, n)
+	x := uint32(2463534242)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// repeat is as many whole copies of unit as fit in n bytes, at least
+// one.
+func repeat(unit []byte, n int) []byte {
+	if len(unit) == 0 {
+		unit = []byte("x")
+	}
+	out := make([]byte, 0, max(n, len(unit)))
+	for len(out)+len(unit) <= n || len(out) == 0 {
+		out = append(out, unit...)
+	}
+	return out
+}
+
+// fill is exactly n bytes of copies of unit, the last one cut.
+func fill(unit []byte, n int) []byte {
+	out := repeat(unit, n+len(unit))
+	return out[:n]
+}
+
+var largeShapes = []largeShape{
+	{
+		name: "the expected output repeated",
+		function: func(e []byte, n int) []byte {
+			if e == nil {
+				e = []byte("0")
+			}
+			items := repeat(append(bytes.Clone(e), ','), n-2)
+			return append(append([]byte("["), items[:len(items)-1]...), ']')
+		},
+		command: func(e []byte, n int) []byte { return fill(e, n) },
+	},
+	{
+		name: "a long JSON array of numbers",
+		function: func(_ []byte, n int) []byte {
+			items := repeat([]byte("0,"), n-2)
+			return append(append([]byte("["), items[:len(items)-1]...), ']')
+		},
+		command: func(_ []byte, n int) []byte {
+			items := repeat([]byte("0,"), n-2)
+			return append(append([]byte("["), items[:len(items)-1]...), ']')
+		},
+	},
+	{
+		name: "random bytes",
+		function: func(_ []byte, n int) []byte {
+			// A JSON string of random printable characters.
+			b := noise(n - 2)
+			for i := range b {
+				b[i] = ' ' + b[i]%94
+				if b[i] == '"' || b[i] == '\\' {
+					b[i] = '.'
+				}
+			}
+			return append(append([]byte(`"`), b...), '"')
+		},
+		command: func(_ []byte, n int) []byte { return noise(n) },
+	},
+}
+
+// recordOverhead is what a function's record adds to its value:
+// {"ok":true,"value":...}.
+const recordOverhead = 64
+
 // CheckCheckers runs the task's checker modules on the host, through the
 // judge's own code (judge.Judge on outputs made here, so the module, its
 // limits and the input it reads are those of a grade), without a
@@ -91,7 +200,17 @@ var corruptions = []corruption{
 //     bytes, or for a function task JSON values of the same spirit),
 //     except one that equals the expected output; the checker must
 //     answer each (a failure here is an ERROR any candidate could
-//     cause) and reject at least one of them.
+//     cause) and reject at least one of them;
+//   - large: every such case, with or without an expected output, is
+//     given outputs of the largest size a candidate can give the checker
+//     (the task's output_bytes, or what the checker reads when that is
+//     less): the expected output repeated, a long JSON array of numbers,
+//     random bytes (a JSON string of them for a function task). The
+//     checker must answer each, accept or reject, within its fuel: a run
+//     out of fuel would fail an answer for its size alone, and a failure
+//     is an ERROR any candidate could cause. Each case is judged on its
+//     own, so that the grade's total fuel is not what is tested; the
+//     fuel used is recorded per shape (Probes).
 //
 // A checker that fails (traps, runs past its limits, answers garbage) is
 // a finding, never an error. The error means the check could not be made:
@@ -125,7 +244,11 @@ func (t *Task) CheckCheckers() (*CheckerFindings, error) {
 	if f.Cases == 0 {
 		return f, nil
 	}
+	var runOutputs func(map[int][]byte, func(judge.CheckerUse)) (*schema.Verdict, error)
 	run := func(outputs map[int][]byte) (*schema.Verdict, error) {
+		return runOutputs(outputs, nil)
+	}
+	runOutputs = func(outputs map[int][]byte, onChecker func(judge.CheckerUse)) (*schema.Verdict, error) {
 		in := &judge.Input{
 			Meta: judge.Meta{Kind: kind, Verdict: schema.Verdict{
 				Schema:     schema.ID,
@@ -133,9 +256,10 @@ func (t *Task) CheckCheckers() (*CheckerFindings, error) {
 				Task:       schema.Task{ID: t.Spec.ID, Digest: t.Digest, Kind: kind},
 				Disclosure: schema.DisclosureDetailed,
 			}},
-			Cases:   t.Cases,
-			Hidden:  hidden,
-			Outputs: make([]judge.Output, len(t.Cases.Cases)),
+			Cases:     t.Cases,
+			Hidden:    hidden,
+			Outputs:   make([]judge.Output, len(t.Cases.Cases)),
+			OnChecker: onChecker,
 		}
 		for i, out := range outputs {
 			c := t.Cases.Cases[i]
@@ -215,7 +339,55 @@ func (t *Task) CheckCheckers() (*CheckerFindings, error) {
 			break
 		}
 	}
+
+	// Large: the largest outputs, each case judged on its own.
+	for _, sh := range largeShapes {
+		p := CheckerProbe{Shape: sh.name}
+		for _, i := range checked {
+			c := t.Cases.Cases[i]
+			n := largest(t.Spec.Limits.withDefaults().OutputBytes, t.Cases.Comparator(c).CheckerReads())
+			var out []byte
+			if kind == schema.KindFunction {
+				out = sh.function(expectedOutput(kind, c), max(n-recordOverhead, 16))
+			} else {
+				out = sh.command(expectedOutput(kind, c), n)
+			}
+			p.Bytes = max(p.Bytes, len(out))
+			var use judge.CheckerUse
+			_, err := runOutputs(map[int][]byte{i: out}, func(u judge.CheckerUse) { use = u })
+			switch {
+			case errors.Is(err, judge.ErrChecker):
+				f.Large = fmt.Sprintf("the checker failed on an output of %d bytes (%s), an ERROR any candidate could cause: %v", len(out), sh.name, err)
+			case err != nil:
+				return nil, err
+			}
+			if use.Used > p.Fuel || p.Case == "" {
+				p.Fuel, p.Case, p.Budget = use.Used, c.ID, use.Fuel
+			}
+			if use.OutOfFuel {
+				p.OutOfFuel++
+				if f.Large == "" {
+					f.Large = fmt.Sprintf("the checker ran out of its fuel of %d on an output of %d bytes (%s) in case %s: a candidate's answer of that size would fail for its size alone", use.Fuel, len(out), sh.name, c.ID)
+				}
+			}
+			if f.Large != "" {
+				f.Probes = append(f.Probes, p)
+				return f, nil
+			}
+		}
+		f.Probes = append(f.Probes, p)
+	}
 	return f, nil
+}
+
+// largest is the size of the largest output a candidate can give a
+// checker: the task's output limit, or what the checker reads when that
+// is less.
+func largest(limit int64, reads int) int {
+	if limit < int64(reads) {
+		return int(limit)
+	}
+	return reads
 }
 
 // expectedOutput is the output a case expects, as a candidate would

@@ -82,21 +82,21 @@ func TestCheckCheckers(t *testing.T) {
 	}{
 		{name: "function: exact checker", spec: functionSpec,
 			cases:    `{"id":"a","args":["equal"],"expected":[1,2]},{"id":"b","args":["equal"],"expected":null}`,
-			expected: 2, runs: 2 + 2 + 2 + 2 - 1}, // null is skipped as "no output" for b
+			expected: 2, runs: 2 + 2 + 2 + 2 - 1 + 2*3}, // null is skipped as "no output" for b
 		{name: "command: exact checker, one case without an expected output", spec: cmdSpec,
 			cases:    `{"id":"a","argv":["equal"],"expected_stdout":"1 2\n"},{"id":"b","argv":["equal"],"expected_exit":3}`,
-			expected: 1, runs: 1 + 2 + 2 + 2},
+			expected: 1, runs: 1 + 2 + 2 + 2 + 2*3},
 		{name: "a checker that accepts a prefix still rejects something", spec: cmdSpec,
 			cases:    `{"id":"a","argv":["prefix"],"expected_stdout":"yes\n"}`,
-			expected: 1, runs: 4},
+			expected: 1, runs: 4 + 3},
 		{name: "the expected output rejected", spec: functionSpec,
 			cases:    `{"id":"a","args":["equal"],"expected":1},{"id":"b","args":["reject"],"expected":2}`,
 			accept:   "the checker did not accept the expected output of case b: the checker rejected the output",
-			expected: 2, runs: 8},
+			expected: 2, runs: 8 + 2*3},
 		{name: "everything accepted", spec: cmdSpec,
 			cases:    `{"id":"a","argv":["equal"],"expected_stdout":"x"},{"id":"b","argv":["accept"],"expected_stdout":"x"}`,
 			reject:   "the checker accepted every wrong output of case b (no output; the expected output with garbage added; a kilobyte of garbage)",
-			expected: 2, runs: 8},
+			expected: 2, runs: 8 + 2*3},
 		{name: "the checker fails on invalid UTF-8", spec: cmdSpec,
 			cases:    `{"id":"a","argv":["utf8"],"expected_stdout":"x"}`,
 			reject:   "the checker failed on a wrong output (the expected output with garbage added), an ERROR any candidate could cause: judge: checker failed: module checker.wasm sha256 ",
@@ -105,7 +105,7 @@ func TestCheckCheckers(t *testing.T) {
 			cases:    `{"id":"a","argv":["empty"],"expected_stdout":""}`,
 			accept:   "the checker failed on an expected output: judge: checker failed: module checker.wasm sha256 " + sha(wasm) + ": case a: ran past its deadline of 200 ms",
 			reject:   "the checker accepted every wrong output of case a",
-			expected: 1, runs: 3},
+			expected: 1, runs: 3 + 1}, // the first large output fails it too
 		{name: "the checker fails on no output", spec: cmdSpec, opts: `,"timeout_ms":200`,
 			cases:    `{"id":"a","argv":["empty"],"expected_stdout":"x"}`,
 			reject:   "the checker failed on a wrong output (no output), an ERROR any candidate could cause: judge: checker failed: module checker.wasm sha256 " + sha(wasm) + ": case a: ran past its deadline of 200 ms",
@@ -142,8 +142,11 @@ func TestCheckCheckersToposort(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, err := tk.CheckCheckers()
-	if err != nil || !f.Fit() || f.Cases != len(tk.Cases.Cases) || f.Expected != f.Cases {
+	if err != nil || !f.Fit() || f.Cases != len(tk.Cases.Cases) || f.Expected != f.Cases || len(f.Probes) != 3 {
 		t.Fatalf("%+v %v", f, err)
+	}
+	for _, p := range f.Probes {
+		t.Logf("%+v", p) // the figures
 	}
 	dir := filepath.Join(t.TempDir(), "task")
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
@@ -173,6 +176,69 @@ func TestCheckCheckersToposort(t *testing.T) {
 	if want := "the checker failed on an expected output: judge: checker failed: module checker.wasm sha256 "; !strings.HasPrefix(f.Accept, want) ||
 		!strings.Contains(f.Accept, "case chain: exited with status 3") {
 		t.Errorf("%+v\nwant accept %q", f, want)
+	}
+}
+
+// Issue 29, item 4: task check proves a checker on outputs as large as
+// the task allows. A checker that is quick on the expected output and on
+// a kilobyte, but quadratic in the output's length, runs out of its fuel
+// on a candidate's 64 KiB answer; on f7459a3 task check called it fit.
+func TestCheckCheckersLargeOutputs(t *testing.T) {
+	spec := strings.Replace(functionSpec, `"artifacts"`, `"limits":{"output_bytes":65536},"artifacts"`, 1)
+	tk := checkerTask(t, spec, testChecker(t), `,"fuel":200000000`, `{"id":"a","args":["slow"],"expected":[1,2]}`)
+	f, err := tk.CheckCheckers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Fit() {
+		t.Fatalf("a checker that runs out of fuel on a 64 KiB output is fit: %+v", f)
+	}
+	if want := "the checker ran out of its fuel of 200000000 on an output of 65467 bytes (the expected output repeated) in case a"; !strings.HasPrefix(f.Large, want) {
+		t.Errorf("large: %q\nwant %q", f.Large, want)
+	}
+	if len(f.Probes) != 1 || f.Probes[0].Fuel != 200000000 || f.Probes[0].OutOfFuel != 1 {
+		t.Errorf("probes %+v", f.Probes)
+	}
+}
+
+// Issue 29, item 5: a checker that quotes the candidate's whole answer in
+// its reject is fit, and grading says the same: a FAIL, not an ERROR. On
+// f7459a3 task check called it fit while a grade of an answer over 4 KiB
+// was an ERROR.
+//
+// (A message past the checker's output cap, 64 KiB by default, is still
+// the checker's failure; task check finds that too, now that it gives the
+// checker outputs as large as the task's output_bytes.)
+func TestCheckCheckersAgreesWithGrading(t *testing.T) {
+	spec := strings.Replace(functionSpec, `"artifacts"`, `"limits":{"output_bytes":16384},"artifacts"`, 1)
+	tk := checkerTask(t, spec, testChecker(t), "", `{"id":"a","args":["quote"],"expected":[1,2]}`)
+	f, err := tk.CheckCheckers()
+	if err != nil || !f.Fit() {
+		t.Fatalf("%+v %v", f, err)
+	}
+	for _, p := range f.Probes {
+		if p.Bytes < 16384-100 || p.Fuel <= 0 || p.Fuel > p.Budget {
+			t.Errorf("probe %+v", p)
+		}
+		t.Logf("%+v", p)
+	}
+	hidden := map[string][]byte{"checker.wasm": testChecker(t)}
+	long := `[` + strings.Repeat(`1,`, 5000) + `2]`
+	in := &judge.Input{
+		Meta: judge.Meta{Kind: schema.KindFunction, Verdict: schema.Verdict{
+			Schema: schema.ID, Tier: schema.TierStrict,
+			Task: schema.Task{ID: tk.Spec.ID, Digest: tk.Digest, Kind: schema.KindFunction},
+		}},
+		Cases:  tk.Cases,
+		Hidden: hidden,
+		Outputs: []judge.Output{{
+			Result: &judge.RunResult{Exit: schema.ExitExited},
+			Files:  map[string]*judge.Blob{judge.ValueFile: {Data: []byte(`{"ok":true,"value":` + long + `}`)}},
+		}},
+	}
+	v, err := judge.Judge(in)
+	if err != nil || v.Outcome != schema.OutcomeFail || v.Cases[0].DecidedBy != judge.KindChecker {
+		t.Fatalf("grading a 10 KB wrong answer: %+v, %v; want a FAIL by the checker", v, err)
 	}
 }
 

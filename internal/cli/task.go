@@ -58,8 +58,11 @@ exists or --reference names a diff, grades that diff and requires PASS.
 A strict task whose cases are decided by a checker (compare kind "checker") has its checker run first,
 on the host, with the judge's own code and the task's limits: on every expected output (checker-expected:
 each must be accepted) and on wrong outputs made from them (checker-wrong: no output, the expected output
-with garbage added, a kilobyte of garbage; each must be answered, and at least one rejected in every case).
-A checker that fails either is quarantined before any container starts.
+with garbage added, a kilobyte of garbage; each must be answered, and at least one rejected in every case),
+and on outputs of the largest size a candidate can give it (checker-large: the expected output repeated, a
+long JSON array of numbers, random bytes, each as large as the task's output_bytes or what the checker
+reads; each must be answered within the checker's fuel, and the most fuel each shape used is printed).
+A checker that fails any of them is quarantined before any container starts.
 
 Prints a table of the checks (--json: one object with each check's verdict). With --out FILE the first
 graded check's signed verdict is written to FILE and each other's to FILE.<check> (FILE.noop, FILE.reference).
@@ -216,14 +219,18 @@ type check struct {
 const (
 	checkerExpected = "checker-expected"
 	checkerWrong    = "checker-wrong"
+	checkerLarge    = "checker-large"
 )
 
 // checkerChecks runs a strict task's checkers on the host
-// (task.CheckCheckers) and returns their two checks, or none when no case
-// is decided by a checker: checker-expected wants PASS (every expected
-// output accepted), checker-wrong wants FAIL (wrong outputs answered, at
-// least one rejected per case). A checker that failed is got ERROR, which
-// the decision counts against the task, not the run.
+// (task.CheckCheckers) and returns their three checks, or none when no
+// case is decided by a checker: checker-expected wants PASS (every
+// expected output accepted), checker-wrong wants FAIL (wrong outputs
+// answered, at least one rejected per case), checker-large wants PASS
+// (the largest outputs answered within the checker's fuel; its reason
+// states the fuel each shape used; absent when an earlier check stopped
+// the probes). A checker that failed is got ERROR, which the decision
+// counts against the task, not the run.
 func checkerChecks(t *task.Task) ([]check, error) {
 	f, err := t.CheckCheckers()
 	if err != nil {
@@ -243,6 +250,16 @@ func checkerChecks(t *task.Task) ([]check, error) {
 		}
 		return schema.OutcomePass
 	}
+	var figures []string
+	for _, p := range f.Probes {
+		figures = append(figures, fmt.Sprintf("%s, %d bytes: most fuel %d of %d (case %s)", p.Shape, p.Bytes, p.Fuel, p.Budget, p.Case))
+	}
+	large := check{Name: checkerLarge, Want: schema.OutcomePass, Got: got(f.Large, schema.OutcomePass), Reason: f.Large}
+	if large.Reason == "" {
+		large.Reason = "every largest output answered within the checker's fuel: " + strings.Join(figures, "; ")
+	} else if len(figures) > 0 {
+		large.Reason += " (" + strings.Join(figures, "; ") + ")"
+	}
 	summary := fmt.Sprintf("%d of %d checker cases have an expected output; %d checker runs", f.Expected, f.Cases, f.Runs)
 	expected := check{Name: checkerExpected, Want: schema.OutcomePass, Got: got(f.Accept, schema.OutcomePass), Reason: f.Accept}
 	wrong := check{Name: checkerWrong, Want: schema.OutcomeFail, Got: got(f.Reject, schema.OutcomeFail), Reason: f.Reject}
@@ -252,7 +269,10 @@ func checkerChecks(t *task.Task) ([]check, error) {
 	if wrong.Reason == "" {
 		wrong.Reason = "every case rejected a wrong output, and the checker answered them all"
 	}
-	return []check{expected, wrong}, nil
+	if len(f.Probes) == 0 {
+		return []check{expected, wrong}, nil // the large outputs were not tried
+	}
+	return []check{expected, wrong, large}, nil
 }
 
 func newCheck(name string, want schema.Outcome, res *controller.Result) check {
@@ -285,7 +305,7 @@ func verdictReason(v *schema.Verdict) string {
 // slice is short) are not held against the task.
 func decideChecks(checks []check) error {
 	for _, c := range checks {
-		if c.Got == schema.OutcomeError && c.Name != checkerExpected && c.Name != checkerWrong {
+		if c.Got == schema.OutcomeError && c.Name != checkerExpected && c.Name != checkerWrong && c.Name != checkerLarge {
 			return outcome(schema.OutcomeError, "the %s verdict is ERROR: %s", c.Name, c.Reason)
 		}
 	}
@@ -304,6 +324,8 @@ func decideChecks(checks []check) error {
 			return outcome(schema.OutcomeQuarantined, "QUARANTINED: the checker does not accept the expected outputs: %s", c.Reason)
 		case c.Name == checkerWrong:
 			return outcome(schema.OutcomeQuarantined, "QUARANTINED: the checker does not reject wrong outputs: %s", c.Reason)
+		case c.Name == checkerLarge:
+			return outcome(schema.OutcomeQuarantined, "QUARANTINED: the checker does not answer the largest outputs within its fuel: %s", c.Reason)
 		case c.Name == "noop" && c.Got == schema.OutcomePass:
 			return outcome(schema.OutcomeQuarantined, "QUARANTINED: an empty submission passed: the cases cannot tell work from none")
 		default:

@@ -131,6 +131,8 @@ func TestDecideChecks(t *testing.T) {
 		{"checker fails on an expected output: the task's defect", []check{chk(checkerExpected, errV, "the checker failed"), chk(checkerWrong, fail, "")}, ExitQuarantined, "QUARANTINED: the checker does not accept the expected outputs: the checker failed"},
 		{"checker accepts wrong outputs", []check{chk(checkerExpected, pass, ""), chk(checkerWrong, pass, "case a")}, ExitQuarantined, "QUARANTINED: the checker does not reject wrong outputs: case a"},
 		{"checker fails on a wrong output", []check{chk(checkerExpected, pass, ""), chk(checkerWrong, errV, "garbage")}, ExitQuarantined, "QUARANTINED: the checker does not reject wrong outputs: garbage"},
+		{"checker out of fuel on a large output", []check{chk(checkerExpected, pass, ""), chk(checkerWrong, fail, ""), chk(checkerLarge, fail, "ran out")}, ExitQuarantined, "QUARANTINED: the checker does not answer the largest outputs within its fuel: ran out"},
+		{"checker fails on a large output", []check{chk(checkerExpected, pass, ""), chk(checkerWrong, fail, ""), chk(checkerLarge, errV, "output cap")}, ExitQuarantined, "QUARANTINED: the checker does not answer the largest outputs within its fuel: output cap"},
 		{"compat fit", []check{base(fail, "")}, ExitOK, ""},
 		{"compat fit, reference passes", []check{base(fail, ""), ref(pass, "")}, ExitOK, ""},
 		{"compat quarantined", []check{base(quar, "hidden tests pass at the base: t::x"), ref(pass, "")}, ExitQuarantined, "QUARANTINED: hidden tests pass at the base: t::x"},

@@ -97,6 +97,10 @@ func TestCheck(t *testing.T) {
 		` [0, 2.0, 1, 3] `:         "",
 		`[3,2,1,0]`:                "edge 0->1: node 0 comes after node 1",
 		`[0,1,2]`:                  "the list has 3 elements, want 4 (every node once)",
+		`[0,1,2,3,0]`:              "the list has more than 4 elements (every node once)",
+		`[0,0,0,0,0,0]`:            "node 0 appears twice (elements 0 and 1)",
+		`[0,1,2,3`:                 "the value is not a JSON list",
+		`[[0],1,2,3]`:              "element 0 is not a number",
 		`[0,1,1,3]`:                "node 1 appears twice (elements 1 and 2)",
 		`[0,1,2,4]`:                "element 3 is not a node 0..3",
 		`[0,1,2,"3"]`:              "element 3 is not a number",
@@ -104,7 +108,7 @@ func TestCheck(t *testing.T) {
 		`[0,1,2,3][]`:              "the value is not a single JSON list",
 		`{"a":1}`:                  "the value is not a JSON list",
 		"\xff":                     "the value is not a JSON list",
-		strings.Repeat("[", 20000): "the value is not a JSON list",
+		strings.Repeat("[", 20000): "element 0 is not a number",
 	} {
 		if got := Check(g, []byte(value)); got != want {
 			t.Errorf("Check(%.40q) = %q, want %q", value, got, want)

@@ -98,26 +98,29 @@ func parseGraph(raw json.RawMessage) (graph, error) {
 }
 
 // Check returns why value (JSON) is not a topological order of g, or ""
-// when it is one. It accepts any bytes.
+// when it is one. It accepts any bytes, and reads no more of them than a
+// list of g.n elements takes: a checker runs on a fuel budget, and the
+// candidate chooses how long its answer is.
 func Check(g graph, value []byte) string {
 	dec := json.NewDecoder(bytes.NewReader(value))
 	dec.UseNumber()
-	var items []any
-	if err := dec.Decode(&items); err != nil {
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return "the value is not a JSON list"
-	}
-	if dec.More() {
-		return "the value is not a single JSON list"
-	}
-	if len(items) != g.n {
-		return fmt.Sprintf("the list has %d elements, want %d (every node once)", len(items), g.n)
 	}
 	pos := make([]int, g.n)
 	for i := range pos {
 		pos[i] = -1
 	}
-	for i, it := range items {
-		num, ok := it.(json.Number)
+	i := 0
+	for ; dec.More(); i++ {
+		if i == g.n {
+			return fmt.Sprintf("the list has more than %d elements (every node once)", g.n)
+		}
+		t, err := dec.Token()
+		if err != nil {
+			return "the value is not a JSON list"
+		}
+		num, ok := t.(json.Number)
 		if !ok {
 			return fmt.Sprintf("element %d is not a number", i)
 		}
@@ -130,6 +133,15 @@ func Check(g graph, value []byte) string {
 			return fmt.Sprintf("node %d appears twice (elements %d and %d)", v, pos[v], i)
 		}
 		pos[v] = i
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim(']') {
+		return "the value is not a JSON list"
+	}
+	if i != g.n {
+		return fmt.Sprintf("the list has %d elements, want %d (every node once)", i, g.n)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "the value is not a single JSON list"
 	}
 	for _, e := range g.edges {
 		if pos[e[0]] > pos[e[1]] {

@@ -78,6 +78,25 @@ func main() {
 			}
 		}
 		answer("accept")
+	case "slow": // the expected output; quadratic in the output's length
+		n := 0
+		for range in.Output {
+			for range in.Output {
+				n++
+			}
+		}
+		if n >= 0 && bytes.Equal(in.Output, want) {
+			answer("accept")
+		} else {
+			answer("reject")
+		}
+	case "quote": // the expected output; a reject quotes the output whole
+		if bytes.Equal(in.Output, want) {
+			answer("accept")
+		} else {
+			msg, _ := json.Marshal("got " + string(in.Output))
+			os.Stdout.WriteString(`{"verdict":"reject","message":` + string(msg) + "}\n")
+		}
 	default:
 		os.Exit(7)
 	}
