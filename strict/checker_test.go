@@ -214,3 +214,67 @@ func mustMarshal(t *testing.T, v *schema.Verdict) []byte {
 	}
 	return b
 }
+
+// TestCheckerLargeAnswer: issue 29, item 4, as a submission. A solution
+// whose toposort returns [0]*510000 (about 1 MiB, inside the example's
+// output limit) is graded FAIL by the checker, with the same reason every
+// time, under either disclosure policy; on f7459a3 the checker took about
+// 5 s of CPU against its 5 s deadline, and the grade was an ERROR in most
+// runs. Under the digest policy the reason says nothing of the checker's
+// message (item 6).
+func TestCheckerLargeAnswer(t *testing.T) {
+	ctx := t.Context()
+	src := "def toposort(n, edges):\n    return [0] * 510000\n"
+	sol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(sol, "solution.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The fake runs every case in one process whose output the limit
+	// bounds as a whole: one case returns the large list, the others an
+	// empty one.
+	sources := map[string]sandboxtest.Python{src: {Call: func(_ string, args []json.RawMessage) (any, error) {
+		if string(args[0]) == "500" {
+			return make([]int, 510000), nil
+		}
+		return []int{}, nil
+	}}}
+	fake := sandboxtest.NewFake()
+	fake.Image(sandboxtest.RuntimeImage, sandboxtest.Runtime(sources))
+	fake.Image(sandboxtest.JudgeImage, sandboxtest.Judge)
+	runtimeID, _ := fake.ImageID(ctx, sandboxtest.RuntimeImage)
+	judgeID, _ := fake.ImageID(ctx, sandboxtest.JudgeImage)
+	tk, err := task.Load(ctx, filepath.Join(example, "task"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []schema.Disclosure{schema.DisclosureDigest, schema.DisclosureDigest, schema.DisclosureDetailed} {
+		out, err := strict.Grade(ctx, fake, strict.Request{
+			Task: tk, Dir: sol, Image: runtimeID, JudgeImage: judgeID,
+			Header: grading.Header{Nonce: schema.NewNonce()}, Disclosure: d,
+		})
+		if err != nil && out == nil {
+			t.Fatal(err)
+		}
+		v := out.Verdict
+		if v.Outcome != schema.OutcomeFail || v.ReasonCode != schema.ReasonWrongAnswer {
+			t.Fatalf("%s: %s %s %q, want FAIL wrong_answer", d, v.Outcome, v.ReasonCode, v.Reason)
+		}
+		large := 0
+		for _, c := range v.Cases {
+			if c.ID != "random-500" {
+				continue
+			}
+			large++
+			if c.Outcome != schema.OutcomeFail || c.DecidedBy != schema.DecidedByChecker {
+				t.Errorf("%s: case %s: %s by %s (%s)", d, c.ID, c.Outcome, c.DecidedBy, c.Reason)
+			}
+			if d == schema.DisclosureDigest && strings.Contains(c.Reason, "message") {
+				t.Errorf("%s: case %s: %q speaks of the checker's message", d, c.ID, c.Reason)
+			}
+			t.Logf("%s: case %s: %s", d, c.ID, c.Reason)
+		}
+		if large == 0 {
+			t.Fatal("the example has no case random-500")
+		}
+	}
+}
