@@ -75,12 +75,13 @@ const (
 	// run in milliseconds, instantiation included; MaxCheckerTimeoutMS
 	// the largest accepted. Fuel decides a run (DefaultCheckerFuel); the
 	// backstop only catches a grader that cannot go on, so it leaves
-	// ample room for the fuel: on two cores at load 20 to 30 the measured
-	// rate was 0.76 to 1.8 units a nanosecond (toposort's checker reading
-	// 1 to 4 MiB; a tight loop), so the default fuel takes at most about
-	// 13 s there, under a quarter of the default. A task that raises fuel
-	// should keep timeout_ms at 5 ms or more for every million units. A
-	// run still going at its backstop is an ERROR.
+	// ample room for the fuel. On two cores at load 12 to 30 the measured
+	// rate was 0.33 to 1.8 units a nanosecond (the slowest: f7459a3's
+	// toposort checker decoding a 1 MiB list into []any, which allocates
+	// much; the fastest a tight loop), so the default fuel takes at most
+	// about 15 s there, a quarter of the default backstop. A task that
+	// raises fuel should keep timeout_ms at 12 ms or more for every
+	// million units. A run still going at its backstop is an ERROR.
 	DefaultCheckerTimeoutMS = 60000
 	MaxCheckerTimeoutMS     = 100000
 	// DefaultCheckerOutputBytes is the default cap on what one run
@@ -91,7 +92,7 @@ const (
 	// CheckerTotalTime bounds the time all checker runs (and their
 	// compilation) of one Judge take together, within the judge
 	// container's two minutes: a backstop, as the deadline of a run is,
-	// for CheckerTotalFuel (about 65 s at the measured slowest rate).
+	// for CheckerTotalFuel (about 75 s at the measured slowest rate).
 	CheckerTotalTime = 100 * time.Second
 	// maxCheckerMessage bounds the message of an answer.
 	maxCheckerMessage = 4096

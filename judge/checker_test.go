@@ -379,12 +379,15 @@ func TestCheckerComparatorValidate(t *testing.T) {
 		{Comparator{Kind: KindChecker, Module: "c.wasm", IgnoreCase: true}, "ignore_case does not apply"},
 		{Comparator{Kind: KindJSON, Module: "c.wasm"}, "module does not apply"},
 		{Comparator{Kind: KindLines, TimeoutMS: 5}, "timeout_ms does not apply"},
+		{Comparator{Kind: KindChecker, Module: "c.wasm", Fuel: -1}, "fuel must be"},
+		{Comparator{Kind: KindChecker, Module: "c.wasm", Fuel: MaxCheckerFuel + 1}, "fuel must be"},
+		{Comparator{Kind: KindJSON, Fuel: 5}, "fuel does not apply"},
 	} {
 		if err := tc.c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error saying %q", tc.c, err, tc.want)
 		}
 	}
-	ok := Comparator{Kind: KindChecker, Module: "checkers/c.wasm", MemoryPages: 16, TimeoutMS: 1, OutputBytes: MaxCheckerOutputBytes}
+	ok := Comparator{Kind: KindChecker, Module: "checkers/c.wasm", MemoryPages: 16, Fuel: MaxCheckerFuel, TimeoutMS: 1, OutputBytes: MaxCheckerOutputBytes}
 	if err := ok.Validate(); err != nil {
 		t.Error(err)
 	}

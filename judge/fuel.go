@@ -705,19 +705,21 @@ const ReasonCheckerFuel = "checker_out_of_fuel"
 //
 // Reading its input is most of what a checker does on a large output: a
 // Go checker decoding CheckerInput with encoding/json uses about 1,050
-// units a byte of the candidate's output (measured: 1.1e9 for 1 MiB,
-// 4.4e9 for 4 MiB, the most a checker with the default memory reads).
-// The default covers that twice over.
+// units a byte of the candidate's output (measured: 1.08e9 for the
+// toposort checker on a 1 MiB answer, 4.4e9 for 4 MiB, the most a checker
+// with the default memory is given). The default covers a task's default
+// output limit (1 MiB) more than four times over; task check measures
+// what a task's checker needs at the task's own limit.
 const (
 	// DefaultCheckerFuel is the default fuel of one checker run;
 	// MaxCheckerFuel the largest accepted.
-	DefaultCheckerFuel = 10_000_000_000
+	DefaultCheckerFuel = 5_000_000_000
 	MaxCheckerFuel     = 20_000_000_000
 	// CheckerTotalFuel is the fuel all checker runs of one Judge share,
 	// in the order of the cases: a run is given at most what is left, and
 	// a run stopped by what is left fails its case as one stopped by its
 	// own fuel does.
-	CheckerTotalFuel = 50_000_000_000
+	CheckerTotalFuel = 25_000_000_000
 )
 
 // CheckerUse is what one checker run used, as Input.OnChecker hears of it.
