@@ -75,13 +75,14 @@ const (
 	// run in milliseconds, instantiation included; MaxCheckerTimeoutMS
 	// the largest accepted. Fuel decides a run (DefaultCheckerFuel); the
 	// backstop only catches a grader that cannot go on, so it leaves
-	// ample room for the fuel. On two cores at load 12 to 30 the measured
-	// rate was 0.33 to 1.8 units a nanosecond (the slowest: f7459a3's
-	// toposort checker decoding a 1 MiB list into []any, which allocates
-	// much; the fastest a tight loop), so the default fuel takes at most
-	// about 15 s there, a quarter of the default backstop. A task that
-	// raises fuel should keep timeout_ms at 12 ms or more for every
-	// million units. A run still going at its backstop is an ERROR.
+	// ample room for the fuel. On two cores at load 12 to 30 (a CI run,
+	// and four busy loops beside it) the measured rate was 0.2 to 1.8
+	// units a nanosecond (the slowest: f7459a3's toposort checker decoding
+	// a 1 MiB list into []any, which allocates much; the fastest a tight
+	// loop), so the default fuel takes at most about 15 s there, a
+	// quarter of the default backstop. A task that raises fuel should
+	// keep timeout_ms at 20 ms or more for every million units. A run
+	// still going at its backstop is an ERROR.
 	DefaultCheckerTimeoutMS = 60000
 	MaxCheckerTimeoutMS     = 100000
 	// DefaultCheckerOutputBytes is the default cap on what one run

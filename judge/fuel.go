@@ -708,18 +708,19 @@ const ReasonCheckerFuel = "checker_out_of_fuel"
 // units a byte of the candidate's output (measured: 1.08e9 for the
 // toposort checker on a 1 MiB answer, 4.4e9 for 4 MiB, the most a checker
 // with the default memory is given). The default covers a task's default
-// output limit (1 MiB) more than four times over; task check measures
-// what a task's checker needs at the task's own limit.
+// output limit (1 MiB) more than twice over; task check measures what a
+// task's checker needs at the task's own limit, and a task with a larger
+// limit raises fuel (and timeout_ms with it).
 const (
 	// DefaultCheckerFuel is the default fuel of one checker run;
 	// MaxCheckerFuel the largest accepted.
-	DefaultCheckerFuel = 5_000_000_000
-	MaxCheckerFuel     = 20_000_000_000
+	DefaultCheckerFuel = 3_000_000_000
+	MaxCheckerFuel     = 15_000_000_000
 	// CheckerTotalFuel is the fuel all checker runs of one Judge share,
 	// in the order of the cases: a run is given at most what is left, and
 	// a run stopped by what is left fails its case as one stopped by its
 	// own fuel does.
-	CheckerTotalFuel = 25_000_000_000
+	CheckerTotalFuel = 15_000_000_000
 )
 
 // CheckerUse is what one checker run used, as Input.OnChecker hears of it.
