@@ -26,9 +26,15 @@
 //     decides, for cases with many right answers. The judge runs it with
 //     wazero, without file system, network or environment, with a
 //     deterministic clock and random source and within a memory limit, a
-//     deadline and an output cap; the candidate's output is data in its
-//     input (see CheckerInput). A checker that does not answer accept or
-//     reject is the task's defect (ErrChecker): the grade is an ERROR.
+//     fuel budget (the module is metered before it is compiled: a count
+//     of the instructions it runs, the same on any machine at any load),
+//     a wall-clock backstop and an output cap; the candidate's output is
+//     data in its input (see CheckerInput). A run that uses up its fuel
+//     fails the case (checker_out_of_fuel): the candidate's output decided
+//     how much the checker computed. A checker that otherwise does not
+//     answer accept or reject is the task's defect (ErrChecker): the grade
+//     is an ERROR. A checker's message is task text that may quote hidden
+//     data: a digest reason says only that the checker rejected.
 //
 // Every comparator is deterministic, bounded in time and memory, never
 // panics, and explains a difference in a short Reason that points at the
@@ -44,7 +50,9 @@
 // length, type or keys. Under detailed, for human debugging, reasons also
 // quote candidate text escaped and truncated (schema.Excerpt) and state
 // expected lengths, types and counts. Under neither does a reason quote an
-// expected value or an expected object key. A verdict is bounded in size
+// expected value or an expected object key, with one exception: a
+// detailed reason quotes a checker's reject message, which is the task's
+// own text and may quote expected data. A verdict is bounded in size
 // for every task LoadCases accepts (MaxCases), so that no candidate can
 // make it too large to sign.
 //
