@@ -6,6 +6,6 @@ package images
 // of judgePackage and of initPackage), checked against the source by
 // TestJudgeSourceRecorded.
 const (
-	judgeSource = "adfd7b39184c56ce62ff6d422287dc024091fe459c98b1be87c7a49d185a0dc0"
+	judgeSource = "4c24ed75d23bade892ec64dd907e779067da3142d21b017f36d5e33766b83081"
 	initSource  = "36cf8e02243b339e9de93e521212fc4bcbf3835bffd9ad0ec99fd75928539abc"
 )
