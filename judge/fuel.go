@@ -12,28 +12,37 @@ import (
 // wazero has no fuel, so the judge meters a checker itself: before it
 // compiles a module, instrument rewrites the binary. It appends one
 // mutable i64 global (after the existing ones, so no index shifts),
-// exported as FuelExport, and at the entry of every function and at the
-// header of every loop it inserts a charge: subtract a static cost from
-// the global, and trap (unreachable) when it went below zero. A run sets
-// the global to its fuel before it starts and reads it back after, trap
-// or not: a negative value means the run was stopped by its fuel.
+// exported as FuelExport, and splits every function's code into segments
+// that control can enter only at their start (a segment ends after each
+// loop, if, else, end, br, br_if, br_table, return, unreachable and tail
+// call). At the start of each segment it inserts a charge: subtract the
+// segment's instruction count from the global. The charges at a
+// function's entry and at loop headers also trap (unreachable) when the
+// global went below zero; every other charge only subtracts, since
+// control cannot return to it without passing one that checks, and
+// between two checks it runs forward through a bounded stretch of code.
+// memory.copy and memory.fill are charged one unit more per 64 bytes of
+// their length, which the rewrite reads from the stack through one spare
+// local. A run sets the global to its fuel before _start and reads it
+// back after, trap or not: below zero means the run used up its fuel,
+// whether a check stopped it or it ended first.
 //
-// The cost of a charge is the number of instructions in its region: a
-// function's body outside its loops, or a loop's body outside the loops
-// nested in it. Control can go backwards only to a loop header, so between
-// two charges a run executes at most the instructions the last one paid
-// for, and fuel is an upper bound of the instructions executed. It is a
-// static count: the same module on the same input uses the same fuel on
-// any machine at any load. (What an instruction costs in time varies:
-// memory.copy and memory.fill, and the WASI calls, cost one unit each and
-// are bounded by the memory limit and the input's size instead.)
+// Fuel is so an upper bound of the instructions a run executes (and the
+// bytes it copies or fills), and a static count: the same module on the
+// same input uses the same fuel on any machine at any load. What a unit
+// costs in time still varies with the instruction (a WASI call, a
+// memory.grow or a table operation costs one unit and is bounded by the
+// input's size and the limits instead), which the wall-clock backstop
+// covers.
 //
 // Every instruction is decoded, immediates included, so the rewrite never
 // loses its place: the MVP, sign extension, the 0xFC prefix (saturating
 // truncation, bulk memory, table ops), the 0xFD prefix (SIMD), tail calls
 // and typed select; a module with any other opcode (threads, exceptions,
 // GC) is refused as not meterable, a defect of the task that task check
-// finds.
+// finds. So is a module with a start section, which would run while the
+// module is instantiated, before a run sets its fuel (WASI commands, as
+// Go, Rust and C toolchains build them, start at their _start export).
 
 // FuelExport is the name under which an instrumented module exports its
 // fuel global. A module that already exports the name is refused.
@@ -177,8 +186,8 @@ func appendSLEB(b []byte, v int64) []byte {
 // instrumented is a metered module.
 type instrumented struct {
 	wasm []byte
-	// regions is the number of charges inserted (functions and loops).
-	regions int
+	// charges is the number of static charges inserted (segments).
+	charges int
 }
 
 // instrument returns the module wasm metered as the package comment
@@ -222,6 +231,10 @@ func instrument(wasm []byte) (instrumented, error) {
 			err = sr.err
 		case secExport:
 			err = checkExports(s.body)
+		case secStart:
+			// It would run while the module is instantiated, before a
+			// run can set the fuel global.
+			err = fmt.Errorf("%w: it has a start section; a checker starts at its _start export", errNotMeterable)
 		}
 		if err != nil {
 			return instrumented{}, err
@@ -287,7 +300,7 @@ func instrument(wasm []byte) (instrumented, error) {
 			if err != nil {
 				return instrumented{}, err
 			}
-			out.regions += n
+			out.charges += n
 			outSecs = append(outSecs, wasmSection{secCode, body})
 		default:
 			outSecs = append(outSecs, s)

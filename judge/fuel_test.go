@@ -214,7 +214,7 @@ func TestInstrumentSameAnswers(t *testing.T) {
 		t.Errorf("fuel left %d, then %d", left, left2)
 	}
 	used := 1<<40 - left
-	t.Logf("%d charges, %d fuel used", m.regions, used)
+	t.Logf("%d charges, %d fuel used", m.charges, used)
 
 	// With less fuel than that, a run is stopped: a trap, and the
 	// global below zero.
@@ -255,7 +255,7 @@ func TestInstrumentRepoCheckers(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("the metered module answers differently (-original +metered):\n%s", diff)
 			}
-			t.Logf("%d -> %d bytes, %d charges", len(tc.wasm), len(m.wasm), m.regions)
+			t.Logf("%d -> %d bytes, %d charges", len(tc.wasm), len(m.wasm), m.charges)
 		})
 	}
 }
@@ -311,6 +311,7 @@ func TestInstrumentRefuses(t *testing.T) {
 		{"threads", atomicModule},
 		{"exceptions", asm{types: vec([]byte{0x60, 0, 0}), funcs: vec([]byte{0}), code: vec(body([]byte{0}, 0x06, 0x40, 0x0b))}.bytes()},
 		{"no end", asm{types: vec([]byte{0x60, 0, 0}), funcs: vec([]byte{0}), code: vec([]byte{0x02, 0x00, 0x01})}.bytes()},
+		{"start section", asm{types: vec([]byte{0x60, 0, 0}), funcs: vec([]byte{0}), start: []byte{0x00}, code: vec(body([]byte{0}))}.bytes()},
 		{"bodies and functions disagree", asm{types: vec([]byte{0x60, 0, 0}), funcs: vec([]byte{0}, []byte{0}), code: vec(body([]byte{0}))}.bytes()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
