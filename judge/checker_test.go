@@ -602,3 +602,29 @@ func TestCheckerDigestSaysOnlyRejected(t *testing.T) {
 		t.Errorf("detailed reason %q does not quote the message", r)
 	}
 }
+
+// TestCheckerTotalFuel: the runs of one grade share CheckerTotalFuel in
+// case order; a run given only what is left, and stopped by it, fails its
+// case saying so.
+func TestCheckerTotalFuel(t *testing.T) {
+	ks := newCheckers()
+	defer ks.close()
+	cmp := Comparator{Kind: KindChecker, Module: "checker.wasm"}
+	k, err := ks.compile(cmp, map[string][]byte{"checker.wasm": testChecker(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uses []CheckerUse
+	ks.onRun = func(u CheckerUse) { uses = append(uses, u) }
+	w := expectation{cmp: cmp, chk: k, input: []byte(`["work",1000]`), expected: []byte(`1`)}
+	call := checkerCall{input: w.input, expected: w.expected, output: []byte(`"` + strings.Repeat("x", 100000) + `"`)}
+	ks.fuelLeft = 30_000_000
+	d := decideChecker(schema.DisclosureDigest, ks, w, schema.KindFunction, Case{ID: "a"}, call)
+	want := fmt.Sprintf("the checker ran out of fuel on the output: the checkers of the grade used up their total fuel of %d", CheckerTotalFuel)
+	if d.pass || d.err != nil || d.code != ReasonCheckerFuel || d.reason != want {
+		t.Errorf("decision %+v, want a FAIL: %s", d, want)
+	}
+	if len(uses) != 1 || uses[0].Fuel != 30_000_000 || !uses[0].OutOfFuel || ks.fuelLeft != 0 {
+		t.Errorf("uses %+v, %d left", uses, ks.fuelLeft)
+	}
+}
