@@ -15,14 +15,14 @@ import (
 const checkerGenerate = `//go:generate env GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOFLAGS= go build -trimpath -buildvcs=false "-ldflags=-s -w -buildid=" -o ../task/hidden/checker.wasm .`
 
 // checkerFuel holds what the docs say of the checker's fuel budget, the
-// deterministic limit that decides how much work one checker run may do
-// (issue 29, item 4, built on branch wip/checker). The placeholders are
-// replaced by the judge's constants when that branch lands:
-//
-//	def: fmt.Sprint(judge.DefaultCheckerFuel), max: fmt.Sprint(judge.MaxCheckerFuel),
-//	total: fmt.Sprint(judge.CheckerTotalFuel), code: judge.ReasonCheckerFuel
+// deterministic limit that decides how much work one checker run may do,
+// from the judge's own constants.
 var checkerFuel = struct{ option, def, max, total, code string }{
-	option: "fuel", def: "FUEL_DEFAULT", max: "FUEL_MAX", total: "FUEL_TOTAL", code: "FUEL_REASON_CODE",
+	option: "fuel",
+	def:    fmt.Sprint(judge.DefaultCheckerFuel),
+	max:    fmt.Sprint(judge.MaxCheckerFuel),
+	total:  fmt.Sprint(judge.CheckerTotalFuel),
+	code:   judge.ReasonCheckerFuel,
 }
 
 // checkerProtocol is the checker comparator's reference, from the code

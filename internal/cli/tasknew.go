@@ -329,7 +329,7 @@ func strictReadme(k schema.TaskKind) (string, error) {
 PASS, and grades an empty submission and requires FAIL (` + "`--noop=false`" + ` skips that). Before that, when a checker
 decides cases, it runs the checker on the host: it must accept every expected output and answer, and in each case
 reject at least one of, three wrong outputs made from it (no output, the expected output with garbage added, a
-kilobyte of garbage). Exit 0: the task is fit;
+kilobyte of garbage), and answer within its fuel outputs as large as the task allows. Exit 0: the task is fit;
 4: it is not (the reason is printed); 3: a grade could not be made (ERROR); 2: the task or the command line is
 malformed. Then ` + "`strictgrade grade --task DIR --submission WORKSPACE`" + ` grades real work.
 `)

@@ -6,6 +6,6 @@ package images
 // of judgePackage and of initPackage), checked against the source by
 // TestJudgeSourceRecorded.
 const (
-	judgeSource = "4c24ed75d23bade892ec64dd907e779067da3142d21b017f36d5e33766b83081"
+	judgeSource = "85cdc081a7402877383a32d9703cea5f87576b5b8c79792a21420e5375401ee4"
 	initSource  = "36cf8e02243b339e9de93e521212fc4bcbf3835bffd9ad0ec99fd75928539abc"
 )
