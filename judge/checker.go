@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -177,20 +176,8 @@ func parseCheckerAnswer(out []byte) (CheckerAnswer, error) {
 	case a.Verdict != CheckerAccept && a.Verdict != CheckerReject:
 		return a, fmt.Errorf("its verdict is %s, not accept or reject", schema.Excerpt([]byte(a.Verdict), 40))
 	}
-	a.Message = truncateUTF8(a.Message, maxCheckerMessage)
+	a.Message = schema.Clip(a.Message, maxCheckerMessage)
 	return a, nil
-}
-
-// truncateUTF8 cuts s to at most n bytes at a character boundary: a
-// checker's long message is still a reject, never a failure.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // checkerFuel returns the fuel of one run of a checker comparator.

@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/strictgrade/strictgrade/candidate"
 	"github.com/strictgrade/strictgrade/firewall"
@@ -203,7 +202,7 @@ func (g *grade) errorVerdict(archive []byte, cause error) *schema.Verdict {
 func checkerLine(stderr []byte) string {
 	line := strings.Join(strings.Fields(strings.ToValidUTF8(string(stderr), "?")), " ")
 	line = strings.TrimPrefix(line, "judge: ")
-	return truncateUTF8(line, 400)
+	return schema.Clip(line, 400)
 }
 
 // judgeError is a judge misbehaviour, with the verdict reason code to use.
@@ -697,7 +696,7 @@ func outputsArchive(outs *candidate.Outputs, cs *judge.Cases, kind schema.TaskKi
 	for i, oc := range outs.Cases {
 		dir := "outputs/" + strconv.Itoa(i) + "/"
 		res := runResult(oc.Record)
-		res.Error = truncateUTF8(res.Error, maxResultError)
+		res.Error = schema.Clip(res.Error, maxResultError)
 		type file struct {
 			name string
 			data []byte
@@ -852,16 +851,4 @@ func (p *presented) read(r io.Reader, limit int64) error {
 
 func sortedKeys(m map[string][]byte) []string {
 	return slices.Sorted(maps.Keys(m))
-}
-
-// truncateUTF8 shortens s to at most n bytes without splitting a
-// character.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

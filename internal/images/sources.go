@@ -6,6 +6,6 @@ package images
 // of judgePackage and of initPackage), checked against the source by
 // TestJudgeSourceRecorded.
 const (
-	judgeSource = "85cdc081a7402877383a32d9703cea5f87576b5b8c79792a21420e5375401ee4"
+	judgeSource = "396d3372f95e185aca9691e90977566d783d478fa252e10fa86466810c0a0a64"
 	initSource  = "36cf8e02243b339e9de93e521212fc4bcbf3835bffd9ad0ec99fd75928539abc"
 )
