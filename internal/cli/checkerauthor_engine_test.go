@@ -63,7 +63,8 @@ func main() {
 // TestCheckerAuthorFromDocs writes a checker task as a new author would
 // from the README alone (issue 29, item 8): the checker built by the
 // README's go:generate line, function cases without expected values since
-// the checker decides them. task check finds it fit, and a wrong solution's
+// the checker decides them, and an output limit a sorted list of its
+// inputs needs, as the checker protocol advises. task check finds it fit, and a wrong solution's
 // rejected case carries its own reason code in the signed verdict.
 func TestCheckerAuthorFromDocs(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
@@ -74,7 +75,7 @@ func TestCheckerAuthorFromDocs(t *testing.T) {
 	taskDir := filepath.Join(dir, "task")
 	testtree.Write(t, taskDir, map[string]string{
 		"task.json": `{"schema":"strictgrade.task/v1","id":"sort","version":"1","kind":"function","runtime":"python",` +
-			`"function":{"module":"solution","name":"solve"},"artifacts":["solution.py"]}`,
+			`"function":{"module":"solution","name":"solve"},"artifacts":["solution.py"],"limits":{"output_bytes":65536}}`,
 		"public/README.md":      "Write solution.py with solve(xs), returning the list xs in ascending order.\n",
 		"hidden/cases.json":     `{"compare":{"kind":"checker","module":"checker.wasm"},"cases":[{"id":"three","args":[[3,1,2]]},{"id":"empty","args":[[]]}]}`,
 		"reference/solution.py": "def solve(xs):\n    return sorted(xs)\n",

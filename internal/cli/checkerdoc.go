@@ -139,7 +139,11 @@ garbage after it. So a checker must:
 - **bound its work by what it can afford**: prefer a linear pass, check sizes before nested loops (a list longer
   than the expected one can be rejected at once), and keep within the fuel for the largest output the task
   allows: ` + "`task check`" + ` feeds it outputs of that size, and a checker that runs out of fuel on a right
-  answer fails honest candidates;
+  answer fails honest candidates. Reading its input is most of a checker's cost: a Go checker that decodes the
+  whole document with ` + "`encoding/json`" + ` spends one to three thousand units per byte of output, so at the
+  default fuel it can afford about a megabyte at most. Set the task's ` + "`limits.output_bytes`" + ` to what a right
+  answer can need (a sorted list of a few hundred numbers needs kilobytes, not the default MiB), or make the
+  checker stop reading once an output is longer than any right answer;
 - **not trust the input it echoes**: a message that quotes the output is the candidate's text (it is kept to
   4096 bytes and escaped in a verdict, but say only what a task author needs).
 
