@@ -290,7 +290,17 @@ pid_of() {
 start() {
   local name=$1; shift
   setsid "$@" </dev/null >"$STATE/logs/$name.log" 2>&1 &
-  echo $! >"$STATE/pids/$name"
+  local pid=$! i
+  echo "$pid" >"$STATE/pids/$name"
+  # Until the child has exec'd the component, its command line is this
+  # script's, which names no state directory, and pid_of would take the
+  # component for one that has exited (a CI run on a loaded machine
+  # stopped `up` that way): wait for the exec, or for the child to end.
+  for i in $(seq 1 200); do
+    [ -r "/proc/$pid/cmdline" ] || break
+    tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qF "$STATE" && break
+    sleep 0.05
+  done
 }
 
 # wait_for NAME WHAT COMMAND...: poll COMMAND until it succeeds; fail with the
