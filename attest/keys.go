@@ -258,17 +258,31 @@ func keyTypeOf(pub crypto.PublicKey) (KeyType, error) {
 }
 
 func readBounded(path string) ([]byte, error) {
+	data, err := readLimited(path, maxKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrKey, err)
+	}
+	return data, nil
+}
+
+// ReadBundleFile reads a signed bundle or envelope from a file, refusing
+// one larger than MaxInputSize before it is read whole: a bundle comes
+// from wherever the caller was handed it.
+func ReadBundleFile(path string) ([]byte, error) { return readLimited(path, MaxInputSize) }
+
+// readLimited reads the file at path, refusing one longer than limit bytes.
+func readLimited(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrKey, err)
+		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrKey, err)
+		return nil, err
 	}
-	if len(data) > maxKeyFile {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrKey, path, maxKeyFile)
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
 	}
 	return data, nil
 }

@@ -392,7 +392,7 @@ func Resumable(ctx context.Context, out string, pub crypto.PublicKey, it Item, t
 	}
 	id, digest := describe(t)
 	bundlePath, subPath, verdictPath := itemPaths(it.ID)
-	bundle, err := readBounded(filepath.Join(out, filepath.FromSlash(bundlePath)), attest.MaxInputSize)
+	bundle, err := attest.ReadBundleFile(filepath.Join(out, filepath.FromSlash(bundlePath)))
 	if err != nil {
 		// No verdict: only a recorded error without one is kept.
 		ok := errors.Is(err, os.ErrNotExist) && prev.Item == it.ID && prev.errored() && prev.Bundle == "" &&

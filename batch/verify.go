@@ -124,7 +124,7 @@ func verifyRecord(dir string, pub crypto.PublicKey, run RunInfo, r Record) (*sch
 		return nil, fmt.Errorf("%w: the record names %s, %s and %s; item %q's files are %s, %s and %s",
 			ErrNotBound, r.Bundle, r.Submission, r.Verdict, r.Item, bundlePath, subPath, verdictPath)
 	}
-	bundle, err := readBounded(filepath.Join(dir, filepath.FromSlash(r.Bundle)), attest.MaxInputSize)
+	bundle, err := attest.ReadBundleFile(filepath.Join(dir, filepath.FromSlash(r.Bundle)))
 	if err != nil {
 		return nil, err
 	}

@@ -149,7 +149,7 @@ func (a *verifyArgs) load(ctx context.Context) (crypto.PublicKey, []byte, error)
 			return nil, nil, err
 		}
 	}
-	data, err := readFileLimited(a.bundle, attest.MaxInputSize)
+	data, err := attest.ReadBundleFile(a.bundle)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -214,22 +214,6 @@ func sha256File(ctx context.Context, path string) (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func readFileLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return data, nil
 }
 
 // verifyRun verifies every item of a run directory and prints a table.
