@@ -90,10 +90,12 @@ const (
 	DefaultCheckerOutputBytes = 64 << 10
 	MaxCheckerOutputBytes     = 1 << 20
 	// CheckerTotalTime bounds the time all checker runs (and their
-	// compilation) of one Judge take together, within the judge
-	// container's two minutes: a backstop, as the deadline of a run is,
-	// for CheckerTotalFuel (about 75 s at the measured slowest rate).
-	CheckerTotalTime = 100 * time.Second
+	// compilation) of one Judge take together: a backstop, as the deadline
+	// of a run is, four times what CheckerTotalFuel took at the slowest
+	// rate measured (about 75 s on two loaded cores), so that a candidate
+	// whose outputs spend the grade's whole fuel meets its FAIL, not the
+	// clock. The judge's sandbox is given this and a minute more.
+	CheckerTotalTime = 300 * time.Second
 	// maxCheckerMessage bounds the message of an answer.
 	maxCheckerMessage = 4096
 )

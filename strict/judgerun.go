@@ -8,14 +8,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strictgrade/strictgrade/judge"
 	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
 )
 
 // judgeWork bounds the judge's own work: from the moment its input is
-// complete to its verdict.
-const judgeWork = 2 * time.Minute
+// complete to its verdict. Its checkers alone may take
+// judge.CheckerTotalTime, so it is that and a minute for the rest.
+const judgeWork = judge.CheckerTotalTime + time.Minute
 
 // startSlack is what a judge container started early may spend waiting for
 // the engine on top of the candidate phase's own bound: starting and

@@ -6,6 +6,6 @@ package images
 // of judgePackage and of initPackage), checked against the source by
 // TestJudgeSourceRecorded.
 const (
-	judgeSource = "396d3372f95e185aca9691e90977566d783d478fa252e10fa86466810c0a0a64"
+	judgeSource = "eaeea519ebcf0c8344349cd6ba53d9def2f13a6ef3d9d086a15cd3526e950d45"
 	initSource  = "36cf8e02243b339e9de93e521212fc4bcbf3835bffd9ad0ec99fd75928539abc"
 )
