@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,12 +129,19 @@ func verifyRecord(dir string, pub crypto.PublicKey, run RunInfo, r Record) (*sch
 	if err != nil {
 		return nil, err
 	}
-	sub, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.Submission)))
+	// The submission is hashed as it streams: it may be as large as a
+	// task admits, and nothing but its digest is needed.
+	sub, err := os.Open(filepath.Join(dir, filepath.FromSlash(r.Submission)))
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(sub)
-	got := hex.EncodeToString(sum[:])
+	h := sha256.New()
+	_, err = io.Copy(h, sub)
+	sub.Close()
+	if err != nil {
+		return nil, err
+	}
+	got := hex.EncodeToString(h.Sum(nil))
 	res, err := attest.Verify(bundle, pub, attest.Expect{SubmissionSHA256: got})
 	if err != nil {
 		return nil, err
