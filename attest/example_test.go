@@ -122,13 +122,13 @@ func Example_statement() {
 	//       }
 	//     },
 	//     "verdictSchema": {
-	//       "uri": "https://strictgrade.dev/schema/verdict/v3",
+	//       "uri": "https://strictgrade.dev/schema/verdict/v4",
 	//       "digest": {
-	//         "sha256": "991f05a030d9d2283b1253a7c31eff100dbdc4ecb1aee2c121727ed791edf278"
+	//         "sha256": "91d194c6ce187f281b61c618d87259c7be503e5259c3d0c6c2789af5f955eb7c"
 	//       }
 	//     },
 	//     "verdict": {
-	//       "schema": "https://strictgrade.dev/schema/verdict/v3",
+	//       "schema": "https://strictgrade.dev/schema/verdict/v4",
 	//       "run_id": "run-1",
 	//       "task": {
 	//         "id": "fn/add",

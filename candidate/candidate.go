@@ -149,6 +149,13 @@ type Record struct {
 	Exit     schema.Exit
 	Code     int // exit status
 	Duration time.Duration
+	// Limit says which time limit a timeout met (sandbox.LimitCPU or
+	// sandbox.LimitWall); CPU is the CPU time the case used, when
+	// CPUMeasured (for a case of a shared process, the shim's own count
+	// of the call's CPU time, for reading only).
+	Limit       sandbox.Limit
+	CPU         time.Duration
+	CPUMeasured bool
 	// StdoutTruncated and StderrTruncated say a stream passed its cap.
 	StdoutTruncated bool
 	StderrTruncated bool
@@ -307,7 +314,7 @@ func (ph *phase) shape() sandbox.Spec {
 		if ph.req.PerCase {
 			group = 1
 		}
-		s.Limits.Wall = groupWall(ph.req.Limits, group)
+		s.Limits.CPU, s.Limits.Wall = groupLimits(ph.req.Limits, group)
 	case schema.KindData:
 		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputDir, Policy: ioPolicy(ph.req.Limits)})
 		s.Cmd = slices.Clone(ph.req.Data.Argv)
@@ -320,11 +327,12 @@ func (ph *phase) shape() sandbox.Spec {
 // shimCmd runs the function tasks' shim.
 func shimCmd() []string { return []string{"python3", "-I", InputsDir + "/shim.py"} }
 
-// groupWall is the wall clock of a container that calls n cases in one
-// process: the shim enforces each case's limit, and this covers them all
-// plus the interpreter's start.
-func groupWall(l Limits, n int) time.Duration {
-	return min(time.Duration(n)*l.CaseTime+5*time.Second, sandbox.MaxLimits.Wall)
+// groupLimits are the CPU budget and wall backstop of a container that
+// calls n cases in one process: the shim enforces each case's budget, and
+// these cover them all plus the interpreter's start.
+func groupLimits(l Limits, n int) (cpu, wall time.Duration) {
+	cpu = min(time.Duration(n)*l.CaseTime+5*time.Second, sandbox.MaxLimits.Wall)
+	return cpu, sandbox.Backstop(cpu)
 }
 
 // containers is how many case containers the phase runs.
@@ -337,7 +345,8 @@ func (ph *phase) containers() int {
 
 func caseLimits(l Limits) sandbox.Limits {
 	return sandbox.Limits{
-		Wall:              l.CaseTime,
+		CPU:               l.CaseTime,
+		Wall:              sandbox.Backstop(l.CaseTime),
 		MemoryBytes:       l.MemoryBytes,
 		PIDs:              l.PIDs,
 		StdoutBytes:       l.OutputBytes,
@@ -351,7 +360,7 @@ func caseLimits(l Limits) sandbox.Limits {
 // record turns a backend result into the record of a case.
 func record(r *sandbox.Result) Record {
 	rec := Record{
-		Code: r.Code, Duration: r.Duration,
+		Code: r.Code, Duration: r.Duration, Limit: r.Limit, CPU: r.CPU, CPUMeasured: r.CPUMeasured,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated,
 	}
 	switch r.Exit {
@@ -436,7 +445,8 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 		}
 		spec, err := json.Marshal(map[string]any{
 			"module": req.Function.Module, "name": req.Function.Name,
-			"case_seconds": req.Limits.CaseTime.Seconds(), "cases": args,
+			"case_seconds": req.Limits.CaseTime.Seconds(), "backstop_seconds": sandbox.Backstop(req.Limits.CaseTime).Seconds(),
+			"cases": args,
 		})
 		if err != nil {
 			return "", err
@@ -448,7 +458,7 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 		}
 		s.Trees = append(s.Trees, sandbox.Tree{Dir: InputsDir, Archive: tarFiles(files, []string{"cases.json", "shim.py"})})
 		s.Cmd = shimCmd()
-		s.Limits.Wall = groupWall(req.Limits, len(group))
+		s.Limits.CPU, s.Limits.Wall = groupLimits(req.Limits, len(group))
 		res, err := ph.eng.Run(ctx, s)
 		if err != nil {
 			return "", err
@@ -457,14 +467,35 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 		rec := record(res)
 		for j, i := range group { // the j-th call was case i
 			c := Case{Record: rec, Stderr: res.Stderr}
-			if r, ok := records[j]; ok {
-				c.Files = map[string][]byte{"value.json": r.value}
-				if r.timed && rec.Exit == schema.ExitExited {
-					// The call's own time, measured in the process the
-					// candidate shares: for reading only, and never more
-					// than the container's.
-					c.Record.Duration = min(r.took, rec.Duration)
+			r, ok := records[j]
+			if !ok {
+				out.Cases[i] = ph.kept(i, c)
+				continue
+			}
+			if r.timed && rec.Exit == schema.ExitExited {
+				// The call's own times, measured in the process the
+				// candidate shares: for reading only, and never more
+				// than the container's.
+				c.Record.Duration = min(r.took, rec.Duration)
+				c.Record.CPU, c.Record.CPUMeasured = r.cpu, true
+				if rec.CPUMeasured {
+					c.Record.CPU = min(r.cpu, rec.CPU)
 				}
+			}
+			switch {
+			case r.limit != "" && rec.Exit == schema.ExitExited:
+				// The shim stopped the call at its limit. Its word is
+				// the candidate's to forge, and a forged timeout only
+				// fails the case; a wall-clock stop in a container
+				// that waited for a CPU most of its time is the host's
+				// doing, which the container's own accounting tells.
+				if r.limit == sandbox.LimitWall && rec.CPUMeasured && sandbox.Starved(res.Waited, res.Duration) {
+					return "", fmt.Errorf("%w: a call reached its %v backstop in a process that waited %v for a CPU in %v",
+						sandbox.ErrOverloaded, sandbox.Backstop(req.Limits.CaseTime), res.Waited.Round(time.Millisecond), res.Duration.Round(time.Millisecond))
+				}
+				c.Record.Exit, c.Record.Limit = schema.ExitTimeout, r.limit
+			default:
+				c.Files = map[string][]byte{"value.json": r.value}
 			}
 			out.Cases[i] = ph.kept(i, c)
 		}
@@ -476,15 +507,26 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 type shimRecord struct {
 	value []byte
 	took  time.Duration
-	timed bool // the line carried the call's time
+	cpu   time.Duration
+	timed bool // the line carried the call's times
+	// limit is set when the shim stopped the call at a time limit; value
+	// is then empty.
+	limit sandbox.Limit
 }
 
+// Markers the shim writes in place of a record when it stopped a call.
+const (
+	markCPU  = "!timeout-cpu"
+	markWall = "!timeout-wall"
+)
+
 // splitRecords reads the shim's output: one line per case,
-// "<index>\t<ms>\t<record>" (or "<index>\t<record>" without the call's
-// time). The bytes are the candidate's to shape, so nothing here trusts
-// them: a line that does not parse is ignored, the first line for an index
-// wins, and the judge parses each record strictly. A case without a line
-// has no result.
+// "<index>\t<wall ms>\t<cpu ms>\t<record>", where the record is the call's
+// JSON or a marker of the limit that stopped it (markCPU, markWall); a line
+// "<index>\t<record>" carries no times. The bytes are the candidate's to
+// shape, so nothing here trusts them: a line that does not parse is
+// ignored, the first line for an index wins, and the judge parses each
+// record strictly. A case without a line has no result.
 func splitRecords(stdout []byte, n int) map[int]shimRecord {
 	records := map[int]shimRecord{}
 	for _, line := range bytes.Split(stdout, []byte{'\n'}) {
@@ -497,9 +539,17 @@ func splitRecords(stdout []byte, n int) map[int]shimRecord {
 			continue
 		}
 		r := shimRecord{value: rest}
-		if ms, value, ok := bytes.Cut(rest, []byte{'\t'}); ok {
-			if m, okMS := smallInt(ms); okMS {
-				r = shimRecord{value: value, took: time.Duration(m) * time.Millisecond, timed: true}
+		if f := bytes.SplitN(rest, []byte{'\t'}, 3); len(f) == 3 {
+			ms, okMS := smallInt(f[0])
+			cpu, okCPU := smallInt(f[1])
+			if okMS && okCPU {
+				r = shimRecord{value: f[2], took: time.Duration(ms) * time.Millisecond, cpu: time.Duration(cpu) * time.Millisecond, timed: true}
+				switch string(f[2]) {
+				case markCPU:
+					r.value, r.limit = nil, sandbox.LimitCPU
+				case markWall:
+					r.value, r.limit = nil, sandbox.LimitWall
+				}
 			}
 		}
 		r.value = bytes.Clone(r.value)

@@ -1,9 +1,9 @@
 # strictgrade function-task shim. Trusted code that runs next to the
 # candidate inside the candidate container: it imports the candidate's
 # callable, applies it to each case's JSON arguments and writes the return
-# value as JSON, one line per case ("<index>\t<ms>\t<record>", <ms> the
-# call's own wall-clock time in milliseconds), to the
-# container's standard output, which it keeps for itself: the candidate's
+# value as JSON, one line per case ("<index>\t<ms>\t<cpu>\t<record>", <ms>
+# the call's own wall-clock time and <cpu> the process's CPU time during the
+# call, both in milliseconds), to the container's standard output, which it keeps for itself: the candidate's
 # own prints go to standard error. Only these bytes leave the container;
 # expected values are never here. Whatever the candidate does to this
 # process can only change its own answers, which the judge compares as data.
@@ -37,15 +37,20 @@ RESULTS = os.dup(1)
 os.dup2(2, 1)
 
 
-# The current call's wall-clock time in milliseconds, set before its record
-# is written.
+# The current call's wall-clock and CPU time in milliseconds, set before
+# its record is written.
 elapsed_ms = 0
+cpu_ms = 0
+
+
+def write_line(index, body):
+    line = ("%d\t%d\t%d\t" % (index, elapsed_ms, cpu_ms)).encode() + body + b"\n"
+    while line:
+        line = line[os.write(RESULTS, line):]
 
 
 def write_record(index, record):
-    line = ("%d\t%d\t" % (index, elapsed_ms)).encode() + json.dumps(record, allow_nan=False, separators=(",", ":")).encode() + b"\n"
-    while line:
-        line = line[os.write(RESULTS, line):]
+    write_line(index, json.dumps(record, allow_nan=False, separators=(",", ":")).encode())
 
 
 def describe(exc):
@@ -53,18 +58,35 @@ def describe(exc):
     return text[-500:]
 
 
+# A call has a CPU-time budget of case_seconds (ITIMER_PROF: the CPU time of
+# every thread of this process) and a wall-clock backstop of
+# backstop_seconds (ITIMER_REAL) for a call that sleeps or blocks. The
+# container's own CPU budget covers processes the call starts. Whichever
+# fires stops the call; its line then carries a marker of the limit in
+# place of a record, which the host turns into the case's timeout.
 class CaseTimeout(BaseException):
-    pass
+    def __init__(self, marker):
+        self.marker = marker
+
+
+def on_prof(signum, frame):
+    raise CaseTimeout(b"!timeout-cpu")
 
 
 def on_alarm(signum, frame):
-    raise CaseTimeout()
+    raise CaseTimeout(b"!timeout-wall")
+
+
+def stop_timers():
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def main():
     with open(CASES, "rb") as f:
         spec = json.load(f)
     module_name, func_name, seconds = spec["module"], spec["name"], spec["case_seconds"]
+    backstop = spec["backstop_seconds"]
     sys.path.insert(0, "/artifacts")
     # The candidate's prints go to stderr so stdout carries nothing of value.
     sys.stdout = sys.stderr
@@ -76,27 +98,36 @@ def main():
             write_record(i, {"ok": False, "error": "import failed: " + describe(exc)})
         return
     signal.signal(signal.SIGALRM, on_alarm)
-    global elapsed_ms
+    signal.signal(signal.SIGPROF, on_prof)
+    global elapsed_ms, cpu_ms
     for i, args in enumerate(spec["cases"]):
-        start = time.monotonic()
+        start, cpu_start = time.monotonic(), time.process_time()
+        marker = None
         try:
-            signal.setitimer(signal.ITIMER_REAL, seconds)
+            signal.setitimer(signal.ITIMER_REAL, backstop)
+            signal.setitimer(signal.ITIMER_PROF, seconds)
             try:
                 value = func(*args)
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                stop_timers()
             try:
                 record = {"ok": True, "value": value}
                 json.dumps(record, allow_nan=False)
             except BaseException as exc:
                 record = {"ok": False, "error": "return value is not JSON: " + describe(exc)}
-        except CaseTimeout:
-            record = {"ok": False, "error": "timeout: case exceeded %gs" % seconds}
+        except CaseTimeout as exc:
+            stop_timers()
+            marker = exc.marker
         except BaseException as exc:
+            stop_timers()
             record = {"ok": False, "error": describe(exc)}
         try:
             elapsed_ms = int((time.monotonic() - start) * 1000)
-            write_record(i, record)
+            cpu_ms = int((time.process_time() - cpu_start) * 1000)
+            if marker is not None:
+                write_line(i, marker)
+            else:
+                write_record(i, record)
         except BaseException as exc:
             sys.stderr.write("shim: cannot record case %d: %s\n" % (i, describe(exc)))
 

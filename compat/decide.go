@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/strictgrade/strictgrade/compat/junit"
 	"github.com/strictgrade/strictgrade/sandbox"
@@ -72,13 +73,27 @@ func (g *grader) limitReason(r *run) (code, reason string) {
 	}
 	switch r.exit() {
 	case sandbox.ExitTimeout:
-		return schema.ReasonTimeout, fmt.Sprintf("the %s run exceeded the wall-clock limit of %ds", r.label, g.t.Spec.Limits.WallSeconds)
+		return schema.ReasonTimeout, timeLimit("the "+r.label+" run", r.res, g.t.Spec.Limits.WallSeconds)
 	case sandbox.ExitOOM:
 		return schema.ReasonMemoryLimit, fmt.Sprintf("the %s run exceeded the memory limit of %d MiB", r.label, g.t.Spec.Limits.MemoryMB)
 	case sandbox.ExitOutputLimit:
 		return schema.ReasonOutputLimit, fmt.Sprintf("the %s run wrote more than %d MiB of output", r.label, testOutput>>20)
 	}
 	return "", ""
+}
+
+// timeLimit says which time limit what (a run, a stage) met: the task's
+// wall_seconds is its CPU-time budget where the backend measures CPU time,
+// with a wall-clock backstop for a run that sleeps or blocks.
+func timeLimit(what string, res *sandbox.Result, seconds int) string {
+	switch {
+	case res.Limit == sandbox.LimitCPU:
+		return fmt.Sprintf("%s exceeded the CPU-time limit of %ds", what, seconds)
+	case res.CPUMeasured:
+		return fmt.Sprintf("%s reached the wall-clock backstop of %v with %v of CPU time: it slept or blocked",
+			what, sandbox.Backstop(time.Duration(seconds)*time.Second), res.CPU.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%s exceeded the time limit of %ds", what, seconds)
 }
 
 // exit is how the run's container ended: as the engine says, except that a

@@ -245,7 +245,7 @@ func TestDecisionsWithFakeEngine(t *testing.T) {
 		{name: "prepare crashes before any stage", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "the start ended with code 1",
 			script: map[string]sandboxtest.Program{
 				"oracle-prepare": prepareRun(sandbox.ExitExited, 1, nil, nil)}},
-		{name: "the clone runs into the wall clock", waits: true, outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "stage clone exceeded the wall-clock limit",
+		{name: "the clone runs into the wall clock", waits: true, outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "stage clone exceeded the time limit of",
 			script: map[string]sandboxtest.Program{
 				"oracle-prepare": prepareRun(sandbox.ExitTimeout, 137, untilClone, nil)}},
 		{name: "prepare reports an error", outcome: schema.OutcomeError, code: schema.ReasonInfrastructure, err: "stage clone failed: bad bundle",
@@ -357,7 +357,7 @@ func TestHardenedSpecs(t *testing.T) {
 	}
 	for _, s := range o.specs {
 		// 512 MiB of memory: at most 128 processes, however many the task allows.
-		if s.Limits.Wall != 60*time.Second || s.Limits.MemoryBytes != 512<<20 || s.Limits.PIDs != 128 || !strings.HasPrefix(s.Run, "g") {
+		if s.Limits.CPU != 60*time.Second || s.Limits.Wall != 0 || s.Limits.MemoryBytes != 512<<20 || s.Limits.PIDs != 128 || !strings.HasPrefix(s.Run, "g") {
 			t.Errorf("%s: limits %+v run %q", s.Phase, s.Limits, s.Run)
 		}
 		// Nothing a container writes but the checkout (prepare only)

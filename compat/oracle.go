@@ -199,7 +199,11 @@ func (g *grader) finish(ctx context.Context, body func(context.Context) (*schema
 	g.cleanup(ctx)
 	if err != nil {
 		g.event("error", "could not grade", "error", err.Error())
-		v = grading.Errored(g.skeleton(), "", g.reason(err.Error()))
+		code := ""
+		if errors.Is(err, sandbox.ErrOverloaded) {
+			code = schema.ReasonGraderOverloaded
+		}
+		v = grading.Errored(g.skeleton(), code, g.reason(err.Error()))
 	}
 	g.timings.TeardownMS = g.teardown.Milliseconds()
 	g.timings.TotalMS = time.Since(g.start).Milliseconds()
@@ -634,7 +638,7 @@ const testOutput = 8 << 20
 func (g *grader) limits(output int64) sandbox.Limits {
 	l := g.t.Spec.Limits
 	return sandbox.Limits{
-		Wall:        time.Duration(l.WallSeconds) * time.Second,
+		CPU:         time.Duration(l.WallSeconds) * time.Second,
 		MemoryBytes: l.MemoryMB << 20,
 		PIDs:        min(l.PIDs, l.MemoryMB/mibPerProcess),
 		TmpfsBytes:  l.TmpfsMB << 20,
@@ -745,7 +749,7 @@ func (g *grader) prepare(ctx context.Context, work string) error {
 	switch {
 	case res.Exit == sandbox.ExitTimeout:
 		return fail(schema.ReasonTimeout, schema.DecidedByLimit,
-			fmt.Sprintf("%s exceeded the wall-clock limit of %ds", last, g.t.Spec.Limits.WallSeconds))
+			timeLimit(last, res, g.t.Spec.Limits.WallSeconds))
 	case res.Exit == sandbox.ExitOOM:
 		return fail(schema.ReasonMemoryLimit, schema.DecidedByLimit,
 			fmt.Sprintf("%s exceeded the memory limit of %d MiB", last, g.t.Spec.Limits.MemoryMB))

@@ -583,7 +583,7 @@ func TestTimeout(t *testing.T) {
 	old := baseFile(t, "textkit/core.py")
 	hang := strings.Replace(old, "    ascii_text = ", "    while \"!\" in text:\n        pass\n    ascii_text = ", 1)
 	v := grade(t, tk, []byte(replaceFile("textkit/core.py", old, hang)), "").Verdict
-	if v.Outcome != schema.OutcomeFail || v.ReasonCode != schema.ReasonTimeout || !strings.Contains(v.Reason, "hidden run exceeded the wall-clock limit of 20s") {
+	if v.Outcome != schema.OutcomeFail || v.ReasonCode != schema.ReasonTimeout || !strings.Contains(v.Reason, "hidden run exceeded the CPU-time limit of 20s") {
 		t.Fatalf("got %s %s %s", v.Outcome, v.ReasonCode, v.Reason)
 	}
 	for _, c := range cases(v, schema.SuiteHidden) {
@@ -757,7 +757,7 @@ func TestPrepareFaults(t *testing.T) {
 			limits: map[string]any{"wall_seconds": 5},
 			diff:   slowApply,
 			code:   schema.ReasonTimeout, decidedBy: schema.DecidedByLimit,
-			reason: "preparing the checkout with the diff: stage apply_check exceeded the wall-clock limit of 5s",
+			reason: "preparing the checkout with the diff: stage apply_check exceeded the CPU-time limit of 5s",
 		},
 		{
 			// Their list alone is larger than the report may be: the

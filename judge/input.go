@@ -68,6 +68,10 @@ type RunResult struct {
 	ExitCode int `json:"exit_code"`
 	// DurationMS is the wall-clock time of the case.
 	DurationMS int64 `json:"duration_ms"`
+	// CPUMS is the CPU time of the case, where the sandbox measured it.
+	CPUMS *int64 `json:"cpu_ms,omitempty"`
+	// Limit is the time limit a timeout met: cpu or wall.
+	Limit schema.Limit `json:"limit,omitempty"`
 	// StdoutTruncated and StderrTruncated say a stream hit its limit. A
 	// truncated stdout fails the case (output_limit); stderr is never
 	// graded.

@@ -159,7 +159,10 @@ func Judge(in *Input) (*schema.Verdict, error) {
 			}
 		}
 		if r := out.Result; r != nil {
-			rec.Exit, rec.DurationMS = r.Exit, r.DurationMS
+			rec.Exit, rec.DurationMS, rec.CPUMS = r.Exit, r.DurationMS, r.CPUMS
+			if r.Exit == schema.ExitTimeout {
+				rec.Limit = r.Limit
+			}
 			if r.Exit == schema.ExitExited {
 				rec.ExitCode = schema.Code(r.ExitCode)
 			}
@@ -277,7 +280,30 @@ func checkResult(r *RunResult) error {
 	if r.DurationMS < 0 || r.DurationMS > maxMillis {
 		return fmt.Errorf("%w: result: duration %d ms is out of range", ErrInput, r.DurationMS)
 	}
+	if r.CPUMS != nil && (*r.CPUMS < 0 || *r.CPUMS > maxMillis) {
+		return fmt.Errorf("%w: result: CPU time %d ms is out of range", ErrInput, *r.CPUMS)
+	}
+	switch r.Limit {
+	case "", schema.LimitCPU, schema.LimitWall:
+	default:
+		return fmt.Errorf("%w: result: unknown limit %q", ErrInput, r.Limit)
+	}
 	return nil
+}
+
+// timeoutReason says which time limit a case met.
+func timeoutReason(r *RunResult) string {
+	cpu := ""
+	if r.CPUMS != nil {
+		cpu = fmt.Sprintf(", %d ms of CPU time", *r.CPUMS)
+	}
+	switch r.Limit {
+	case schema.LimitCPU:
+		return fmt.Sprintf("CPU time limit exceeded (stopped after %d ms%s)", r.DurationMS, cpu)
+	case schema.LimitWall:
+		return fmt.Sprintf("wall-clock limit reached with CPU time to spare: the candidate slept or blocked (stopped after %d ms%s)", r.DurationMS, cpu)
+	}
+	return fmt.Sprintf("time limit exceeded (stopped after %d ms)", r.DurationMS)
 }
 
 // decision is how one case was decided.
@@ -306,7 +332,7 @@ func decide(d schema.Disclosure, ks *checkers, kind schema.TaskKind, c Case, w e
 	}
 	switch r.Exit {
 	case schema.ExitTimeout:
-		return fail(schema.DecidedByLimit, schema.ReasonTimeout, fmt.Sprintf("time limit exceeded (stopped after %d ms)", r.DurationMS))
+		return fail(schema.DecidedByLimit, schema.ReasonTimeout, timeoutReason(r))
 	case schema.ExitOOM:
 		return fail(schema.DecidedByLimit, schema.ReasonMemoryLimit, "memory limit exceeded")
 	case schema.ExitOutputLimit:

@@ -21,6 +21,11 @@ var (
 	ErrCollect = errors.New("sandbox: collect failed")
 	// ErrProtocol means a backend's output stream broke its framing.
 	ErrProtocol = errors.New("sandbox: stream protocol violation")
+	// ErrOverloaded means a run reached its wall-clock backstop with CPU
+	// time to spare while it waited for a CPU most of that time
+	// (StarvedShare): the host, not the workload, decided, so the run says
+	// nothing about the workload and may be retried on a quieter host.
+	ErrOverloaded = errors.New("sandbox: the host was overloaded")
 	// ErrSessionClosed is returned by a Session that was closed, stopped
 	// for good or killed by its backstop.
 	ErrSessionClosed = errors.New("sandbox: session closed")

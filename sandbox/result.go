@@ -31,9 +31,33 @@ type Result struct {
 	StdoutTruncated bool
 	StderrTruncated bool
 	Duration        time.Duration
+	// Limit says which limit an ExitTimeout met: LimitCPU (the CPU-time
+	// budget was spent) or LimitWall (the wall clock ran out first).
+	Limit Limit
+	// CPU is the CPU time the sandbox's processes used while the run
+	// lasted, when CPUMeasured; Waited is the time its threads spent
+	// waiting for a CPU (run-queue delay, summed over the threads seen).
+	CPU         time.Duration
+	Waited      time.Duration
+	CPUMeasured bool
 	// Collected holds, per Spec.Collect path and for the StreamOut
 	// directory, the canonical archive the firewall produced.
 	Collected map[string]Collected
+}
+
+// Limit names the time limit a run met.
+type Limit string
+
+// The time limits.
+const (
+	LimitCPU  Limit = "cpu"  // the CPU-time budget (Limits.CPU)
+	LimitWall Limit = "wall" // the wall clock (Limits.Wall, or CPU where it is not measured)
+)
+
+// Starved reports whether a run that took wall time waited for a CPU at
+// least StarvedShare of it, by its own measurement.
+func Starved(waited, wall time.Duration) bool {
+	return wall > 0 && float64(waited) >= StarvedShare*float64(wall)
 }
 
 // Collected is one directory or file that left a sandbox through the

@@ -61,6 +61,15 @@ type Mount struct {
 // Limits bound what a sandbox may consume. Zero fields take DefaultLimits;
 // values above MaxLimits are refused.
 type Limits struct {
+	// CPU, when above zero, is a CPU-time budget: the CPU time of every
+	// process in the sandbox together, as the sandbox's own accounting
+	// measures it (the container's cgroup; under gVisor, the user-space
+	// kernel's work as well), enforced with SIGKILL (ExitTimeout,
+	// Result.Limit LimitCPU). Wall is then a backstop, by default
+	// Backstop(CPU), for a workload that sleeps or blocks. A backend that
+	// cannot measure CPU time enforces CPU as a wall-clock limit instead
+	// (Result.CPUMeasured false).
+	CPU         time.Duration
 	Wall        time.Duration // wall-clock limit, enforced with SIGKILL
 	MemoryBytes int64         // memory; swap is never granted
 	PIDs        int64         // process/thread count
@@ -102,6 +111,30 @@ var MaxLimits = Limits{
 	StderrBytes: 256 << 20,
 }
 
+// BackstopFactor and BackstopSlack make the wall-clock backstop of a
+// CPU-time budget (Backstop). A workload that has a CPU to itself spends
+// its budget in about the budget's time, so the backstop is reached only by
+// one that sleeps, blocks, or is starved by the host: a backstop reached
+// while the workload waited for a CPU at least StarvedShare of the time is
+// the host's doing (ErrOverloaded), otherwise the workload's (ExitTimeout,
+// LimitWall). The factor lets a workload that gets a fifth of a CPU still
+// spend its whole budget before the backstop.
+const (
+	BackstopFactor = 5
+	BackstopSlack  = 2 * time.Second
+)
+
+// StarvedShare is the share of a run's wall time the sandbox must have
+// spent waiting for a CPU (its threads' run-queue delay, summed) for a
+// backstop it reached to count as the host's doing.
+const StarvedShare = 0.5
+
+// Backstop is the wall-clock backstop of a CPU-time budget: BackstopFactor
+// times it plus BackstopSlack, at most MaxLimits.Wall.
+func Backstop(cpu time.Duration) time.Duration {
+	return min(BackstopFactor*cpu+BackstopSlack, MaxLimits.Wall)
+}
+
 // MinMemoryBytes is the smallest memory limit a spec may ask for.
 const MinMemoryBytes = 8 << 20
 
@@ -109,6 +142,15 @@ const MinMemoryBytes = 8 << 20
 // and values above MaxLimits (ErrSpec).
 func (l Limits) Resolve() (Limits, error) {
 	out := l
+	if out.CPU < 0 {
+		return Limits{}, fmt.Errorf("%w: negative cpu limit", ErrSpec)
+	}
+	if out.CPU > MaxLimits.Wall {
+		return Limits{}, fmt.Errorf("%w: cpu limit %v above maximum %v", ErrSpec, out.CPU, MaxLimits.Wall)
+	}
+	if out.CPU > 0 && out.Wall == 0 {
+		out.Wall = Backstop(out.CPU)
+	}
 	wall, defWall, maxWall := int64(out.Wall), int64(DefaultLimits.Wall), int64(MaxLimits.Wall)
 	fields := []struct {
 		name     string

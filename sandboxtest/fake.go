@@ -570,7 +570,12 @@ func (b *box) run(ctx context.Context) (*sandbox.Result, error) {
 		stdin = b.spec.Stdin
 	}
 	start := time.Now()
-	code, _, err := b.exec(ctx, b.spec.Cmd, b.spec.Env, b.spec.WorkDir, stdin, out, stderr, b.lim.Wall, false)
+	// The fake measures no CPU time: a CPU budget is its wall clock.
+	wall := b.lim.Wall
+	if b.lim.CPU > 0 {
+		wall = b.lim.CPU
+	}
+	code, _, err := b.exec(ctx, b.spec.Cmd, b.spec.Env, b.spec.WorkDir, stdin, out, stderr, wall, false)
 	if err != nil {
 		return nil, err
 	}
@@ -578,7 +583,7 @@ func (b *box) run(ctx context.Context) (*sandbox.Result, error) {
 	why := b.reasons()
 	switch {
 	case why&killTimeout != 0:
-		res.Exit = sandbox.ExitTimeout
+		res.Exit, res.Limit = sandbox.ExitTimeout, sandbox.LimitWall
 	case why&killOOM != 0:
 		res.Exit = sandbox.ExitOOM
 	case why&killOutput != 0:

@@ -2,17 +2,20 @@
 // (draft 2020-12), the Go types that match it field for field, and
 // Validate, the only way bytes become a *Verdict.
 //
-// The current schema is verdict-v3.json ($id ID,
-// https://strictgrade.dev/schema/verdict/v3); every verdict this build
+// The current schema is verdict-v4.json ($id ID,
+// https://strictgrade.dev/schema/verdict/v4); every verdict this build
 // makes follows it. Released schema files are never edited, since a
-// signed statement records the sha256 of the schema bytes: versions 1 and
-// 2 (verdict-v1.json, IDv1; verdict-v2.json, IDv2) stay embedded, and
+// signed statement records the sha256 of the schema bytes: versions 1 to
+// 3 (verdict-v1.json, IDv1; verdict-v2.json, IDv2; verdict-v3.json,
+// IDv3) stay embedded, and
 // Validate checks each document against the version its "schema" field
 // names, so verdicts signed by earlier builds keep verifying. Version 2
 // added the disclosure policy (Disclosure: what reasons may reveal,
 // recorded in every strict-tier verdict) and case_order; version 3 a
 // case's own reason_code (Case.ReasonCode), so that a failed case says
-// why in the same words as the verdict, not only the first one.
+// why in the same words as the verdict, not only the first one; version 4
+// a case's CPU time (Case.CPUMS) and the time limit a timeout met
+// (Case.Limit: its CPU-time budget, or the wall-clock backstop).
 //
 // Validate is built on github.com/santhosh-tekuri/jsonschema/v5 and also
 // refuses what a JSON Schema cannot see: input over MaxSize, trailing data,

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
@@ -304,7 +305,8 @@ func full() *schema.Verdict {
 	v.Reason = "every test passed"
 	v.SetCases([]schema.Case{{
 		ID: "tests/test_a.py::test_b", Outcome: schema.OutcomePass, DecidedBy: schema.DecidedByJUnit,
-		Reason: "ok", DurationMS: 12, Exit: schema.ExitExited, ExitCode: schema.Code(0),
+		Reason: "ok", DurationMS: 12, CPUMS: schema.Millis(7 * time.Millisecond), Limit: schema.LimitCPU,
+		Exit: schema.ExitExited, ExitCode: schema.Code(0),
 		Suite: schema.SuiteHidden, Flags: []schema.Flag{schema.FlagFlaky},
 	}})
 	v.Submission = schema.Submission{Kind: schema.SubmissionDiff, SHA256: strings.Repeat("cd", 32), Size: 100}
@@ -539,12 +541,13 @@ func TestSchemaIdentity(t *testing.T) {
 var releasedDigests = map[string]string{
 	schema.IDv1: "4c391bf09c441d50d01d3f451a568e23eac3400b1b1f0859a7edec0e5bd3fd6f",
 	schema.IDv2: "c90f6802ccd0ead9926c54cedde9a320f9af1e06db60334401eaabc14d39d361",
-	schema.ID:   "991f05a030d9d2283b1253a7c31eff100dbdc4ecb1aee2c121727ed791edf278",
+	schema.IDv3: "991f05a030d9d2283b1253a7c31eff100dbdc4ecb1aee2c121727ed791edf278",
+	schema.ID:   "91d194c6ce187f281b61c618d87259c7be503e5259c3d0c6c2789af5f955eb7c",
 }
 
 func TestSchemaVersions(t *testing.T) {
 	ids := schema.Versions()
-	require.Equal(t, []string{schema.IDv1, schema.IDv2, schema.ID}, ids)
+	require.Equal(t, []string{schema.IDv1, schema.IDv2, schema.IDv3, schema.ID}, ids)
 	for id, want := range releasedDigests {
 		got, ok := schema.SchemaDigest(id)
 		require.True(t, ok, id)

@@ -17,10 +17,15 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
-// ID is the $id of the current verdict schema, version 3
-// (verdict-v3.json), and the "schema" value of every verdict this build
+// ID is the $id of the current verdict schema, version 4
+// (verdict-v4.json), and the "schema" value of every verdict this build
 // makes.
-const ID = "https://strictgrade.dev/schema/verdict/v3"
+const ID = "https://strictgrade.dev/schema/verdict/v4"
+
+// IDv3 is the $id of version 3 (verdict-v3.json). Version 4 added a
+// case's CPU time and the limit a timeout met; Validate still accepts
+// version-3 verdicts.
+const IDv3 = "https://strictgrade.dev/schema/verdict/v3"
 
 // IDv2 is the $id of version 2 (verdict-v2.json). Version 3 added a
 // case's own reason_code; Validate still accepts version-2 verdicts.
@@ -38,6 +43,8 @@ var (
 	schemaV2JSON []byte
 	//go:embed verdict-v3.json
 	schemaV3JSON []byte
+	//go:embed verdict-v4.json
+	schemaV4JSON []byte
 )
 
 // version is one embedded verdict schema.
@@ -53,7 +60,8 @@ type version struct {
 var versions = []*version{
 	newVersion(IDv1, schemaV1JSON),
 	newVersion(IDv2, schemaV2JSON),
-	newVersion(ID, schemaV3JSON),
+	newVersion(IDv3, schemaV3JSON),
+	newVersion(ID, schemaV4JSON),
 }
 
 func newVersion(id string, data []byte) *version {
@@ -81,7 +89,7 @@ var current = lookupVersion(ID)
 // start. Safe from any goroutine, and once compiled it does nothing.
 func Preload() { current.load() }
 
-// JSON returns a copy of the current verdict schema (verdict-v3.json).
+// JSON returns a copy of the current verdict schema (verdict-v4.json).
 func JSON() []byte { return bytes.Clone(current.json) }
 
 // Digest returns the lowercase-hex sha256 of the current schema's bytes; a

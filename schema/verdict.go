@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -66,7 +67,7 @@ func ParseTier(s string) (Tier, error) {
 }
 
 // Verdict is the Go form of a verdict document. Field for field it matches
-// the current schema (verdict-v3.json); a test keeps the two in step. A
+// the current schema (verdict-v4.json); a test keeps the two in step. A
 // version-1 document decodes into it with Disclosure and CaseOrder unset.
 //
 // The judge supplies the outcome and the cases; the host controller adds
@@ -185,13 +186,31 @@ type Case struct {
 	// escaped and truncated first (see Excerpt).
 	Reason     string `json:"reason,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
-	Exit       Exit   `json:"exit,omitempty"`
+	// CPUMS is the CPU time the case used, where the backend measured it
+	// (version 4).
+	CPUMS *int64 `json:"cpu_ms,omitempty"`
+	// Limit is the time limit a timeout met: LimitCPU or LimitWall
+	// (version 4).
+	Limit Limit `json:"limit,omitempty"`
+	Exit  Exit  `json:"exit,omitempty"`
 	// ExitCode is the process exit status when Exit is ExitExited. Because
 	// zero is omitted, a nil pointer and 0 differ; use Code.
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Suite    Suite  `json:"suite,omitempty"`
 	Flags    []Flag `json:"flags,omitempty"`
 }
+
+// Limit names the time limit a timed-out case met.
+type Limit string
+
+// The time limits.
+const (
+	LimitCPU  Limit = "cpu"  // the CPU-time budget was spent
+	LimitWall Limit = "wall" // the wall-clock backstop ran out first
+)
+
+// Millis returns a pointer to the milliseconds of d, for Case.CPUMS.
+func Millis(d time.Duration) *int64 { ms := d.Milliseconds(); return &ms }
 
 // Code returns a pointer to c, for Case.ExitCode.
 func Code(c int) *int { return &c }
@@ -263,8 +282,13 @@ const (
 	ReasonFlaky             = "flaky"
 	ReasonWrongFailure      = "wrong_failure_reason"
 	ReasonInfrastructure    = "infrastructure"
-	ReasonJudgeCrashed      = "judge_crashed"
-	ReasonInvalidVerdict    = "invalid_verdict"
+	// ReasonGraderOverloaded: a run reached its wall-clock backstop with
+	// CPU time to spare while it waited for a CPU most of the time (see
+	// sandbox.ErrOverloaded): the host decided, not the submission. The
+	// grade is an ERROR that a batch run retries.
+	ReasonGraderOverloaded = "grader_overloaded"
+	ReasonJudgeCrashed     = "judge_crashed"
+	ReasonInvalidVerdict   = "invalid_verdict"
 	// ReasonCheckerFailed: the task's checker comparator failed (trapped,
 	// exited non-zero, ran past a limit, or gave no usable answer), a
 	// defect of the task: the grade is an ERROR.

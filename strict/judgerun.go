@@ -71,9 +71,10 @@ func (g *grade) handshake() (ok, early bool, wall time.Duration) {
 	}
 	s := g.task.Spec
 	if s.Isolation != task.PerCase && s.Kind == schema.KindFunction {
-		// One candidate container: its phase is bounded by the cases'
-		// time, as the candidate package bounds it, plus the engine.
-		bound := time.Duration(len(g.task.Cases.Cases))*s.Limits.CaseTime() + 5*time.Second
+		// One candidate container: its phase is bounded by the wall
+		// backstop of the cases' CPU time, as the candidate package
+		// bounds it, plus the engine.
+		bound := sandbox.Backstop(time.Duration(len(g.task.Cases.Cases))*s.Limits.CaseTime() + 5*time.Second)
 		if wall := bound + startSlack + judgeWork; wall <= maxEarlyWall {
 			return true, true, wall
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/strictgrade/strictgrade/candidate"
 	"github.com/strictgrade/strictgrade/judge"
+	"github.com/strictgrade/strictgrade/schema"
 	"github.com/strictgrade/strictgrade/task"
 )
 
@@ -59,9 +60,16 @@ func candidateRequest(t *task.Task) (candidate.Request, error) {
 
 // runResult is the judge's result.json for a case the candidate phase ran.
 func runResult(r candidate.Record) judge.RunResult {
-	return judge.RunResult{
+	res := judge.RunResult{
 		Exit: r.Exit, ExitCode: r.Code, DurationMS: r.Duration.Milliseconds(),
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated,
 		Error: r.Refused,
 	}
+	if r.CPUMeasured {
+		res.CPUMS = schema.Millis(r.CPU)
+	}
+	if r.Exit == schema.ExitTimeout {
+		res.Limit = schema.Limit(r.Limit)
+	}
+	return res
 }

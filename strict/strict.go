@@ -188,6 +188,9 @@ func (g *grade) errorVerdict(archive []byte, cause error) *schema.Verdict {
 	if errors.As(cause, &je) {
 		code = je.code
 	}
+	if errors.Is(cause, sandbox.ErrOverloaded) {
+		code = schema.ReasonGraderOverloaded
+	}
 	// An error can quote a name from the submission or the task (a file
 	// the engine could not copy, the judge's complaint about a hidden
 	// file): under digest, only the grader's own words before it.

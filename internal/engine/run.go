@@ -67,6 +67,9 @@ type armed struct {
 	stderr   *capbuf.Buffer
 	overflow chan struct{}
 	copyDone chan error
+	// meter reads the container's CPU accounting; nil when the spec has
+	// no CPU budget or the host's cgroups cannot be read.
+	meter *cpuMeter
 }
 
 // exited reports whether the container has already ended.
@@ -315,7 +318,25 @@ func (p *Prepared) arm(ctx context.Context) (*armed, error) {
 		a.release()
 		return nil, fmt.Errorf("engine: start: %w", err)
 	}
+	if p.lim.CPU > 0 {
+		a.meter = d.meterOf(ctx, id)
+	}
 	return a, nil
+}
+
+// meterOf opens the CPU meter of a started container, or returns nil when
+// it cannot: the run then keeps to the wall clock.
+func (d *Docker) meterOf(ctx context.Context, id string) *cpuMeter {
+	ins, err := d.cli.ContainerInspect(ctx, id)
+	if err != nil || ins.State == nil {
+		return nil
+	}
+	m, err := openMeter(ins.State.Pid, id)
+	if err != nil {
+		d.log.Debug("no CPU meter; the CPU budget is a wall clock", "container", id, "err", err)
+		return nil
+	}
+	return m
 }
 
 // startContainer starts a created container. The request is never cut short: a
@@ -381,25 +402,74 @@ func (p *Prepared) drive(ctx context.Context) (*Result, error) {
 		}()
 	}
 
-	timer := time.NewTimer(lim.Wall)
+	// With a CPU budget and a meter, the budget decides and the wall
+	// clock is the backstop; without a meter the budget is the wall
+	// clock, as a backend without CPU accounting has it.
+	wall, m := lim.Wall, a.meter
+	if lim.CPU > 0 && m == nil {
+		wall = lim.CPU
+	}
+	var tick <-chan time.Time
+	var cpu0, waited0 time.Duration
+	if lim.CPU > 0 && m != nil {
+		var err error
+		if cpu0, err = m.usage(); err != nil {
+			m = nil
+			wall = lim.CPU
+		} else {
+			m.sample()
+			waited0 = m.waitedTotal()
+			t := time.NewTicker(meterTick(lim.CPU))
+			defer t.Stop()
+			tick = t.C
+		}
+	}
+	var used time.Duration
+	spent := func() bool {
+		u, err := m.usage()
+		if err != nil {
+			return false // the cgroup is gone: the container has ended
+		}
+		used = u - cpu0
+		return used >= lim.CPU
+	}
+	timer := time.NewTimer(wall)
 	defer timer.Stop()
 	var killedFor ExitKind
 	var status container.WaitResponse
-	select {
-	case status = <-a.exitC:
-	case err := <-a.errC:
-		return nil, fmt.Errorf("engine: wait: %w", err)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-timer.C:
-		// An exit that raced the timer is an exit, not a timeout.
+wait:
+	for {
 		select {
 		case status = <-a.exitC:
-		default:
+		case err := <-a.errC:
+			return nil, fmt.Errorf("engine: wait: %w", err)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick:
+			m.sample()
+			if !spent() {
+				continue wait
+			}
+			res.Limit = sandbox.LimitCPU
 			killedFor = ExitTimeout
+		case <-timer.C:
+			// An exit that raced the timer is an exit, not a timeout.
+			select {
+			case status = <-a.exitC:
+			default:
+				killedFor = ExitTimeout
+				res.Limit = sandbox.LimitWall
+				if m != nil {
+					m.sample()
+					if spent() {
+						res.Limit = sandbox.LimitCPU
+					}
+				}
+			}
+		case <-a.overflow:
+			killedFor = ExitOutputLimit
 		}
-	case <-a.overflow:
-		killedFor = ExitOutputLimit
+		break
 	}
 	if killedFor != "" {
 		var err error
@@ -408,6 +478,16 @@ func (p *Prepared) drive(ctx context.Context) (*Result, error) {
 		}
 	}
 	res.Duration = time.Since(start)
+	if m != nil {
+		// What the cgroup counted up to the end (it may be gone by now:
+		// the last reading stands).
+		spent()
+		res.CPU, res.Waited, res.CPUMeasured = used, m.waitedTotal()-waited0, true
+		if res.Limit == sandbox.LimitWall && sandbox.Starved(res.Waited, res.Duration) {
+			return nil, fmt.Errorf("%w: container %.12s reached its %v backstop after %v of CPU time, %v of it spent waiting for a CPU",
+				sandbox.ErrOverloaded, id, wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond))
+		}
+	}
 	if status.Error != nil {
 		return nil, fmt.Errorf("engine: wait: %s", status.Error.Message)
 	}

@@ -348,12 +348,18 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}()
 	// The kill waits ReportSlack past the limit for an end the kubelet
 	// reports late; the runtime's times then tell whether it overran.
-	timer := time.NewTimer(lim.Wall + b.cfg.ReportSlack)
+	// No CPU accounting is read from the cluster: a CPU budget is the
+	// wall clock here.
+	wall := lim.Wall
+	if lim.CPU > 0 {
+		wall = lim.CPU
+	}
+	timer := time.NewTimer(wall + b.cfg.ReportSlack)
 	defer timer.Stop()
 	var killedFor sandbox.ExitKind
 	select {
 	case <-done:
-		if waitErr == nil && overran(final, lim.Wall) {
+		if waitErr == nil && overran(final, wall) {
 			killedFor = sandbox.ExitTimeout
 		}
 	case <-ctx.Done():
@@ -394,6 +400,9 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 			}
 		}
 		res.Exit, res.Code = killedFor, 128+9
+		if killedFor == sandbox.ExitTimeout {
+			res.Limit = sandbox.LimitWall
+		}
 		res.Stdout, res.StdoutTruncated = stdout.Result()
 		res.Stderr, res.StderrTruncated = stderr.Result()
 		if spec.StreamOut != nil {
