@@ -376,7 +376,8 @@ func readResults(path string) map[string]Record {
 // canonical archive of its workspace or tar file, a compat item's patch)
 // and of the submission file beside it, its task id, digest and tier are
 // the task's, and its nonce names the item in this run (NamesItem) —
-// unless the verdict is ERROR and retryErrors is set. Nothing the
+// unless the verdict is ERROR and retryErrors is set, or it is an ERROR
+// grader_overloaded, which is always graded again. Nothing the
 // previous record says is believed but what the signature covers. An
 // item whose previous grade errored without any verdict is kept, as an
 // ERROR, unless retryErrors is set. The record returned is the previous
@@ -421,7 +422,8 @@ func Resumable(ctx context.Context, out string, pub crypto.PublicKey, it Item, t
 	if checkVerdictFile(filepath.Join(out, filepath.FromSlash(verdictPath)), v) != nil {
 		return Record{}, false // verify would refuse it
 	}
-	if v.Outcome == schema.OutcomeError && retryErrors {
+	if v.Outcome == schema.OutcomeError && (retryErrors || v.ReasonCode == schema.ReasonGraderOverloaded) {
+		// An overloaded grade is always graded again.
 		return Record{}, false
 	}
 	rec := Record{Item: it.ID, Task: id, Tier: t.Tier(), Outcome: v.Outcome, ReasonCode: v.ReasonCode,
@@ -527,6 +529,21 @@ func (r *runner) one(ctx context.Context, it Item) {
 	}
 	began := time.Now()
 	res, err := r.grader(ctx, t, it, ItemNonce(r.run, it.ID))
+	// A grade the host's load decided says nothing of the submission:
+	// graded again, after a pause, a bounded number of times.
+	for _, pause := range overloadPauses {
+		if res == nil || res.Verdict.ReasonCode != schema.ReasonGraderOverloaded || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		res, err = r.grader(ctx, t, it, ItemNonce(r.run, it.ID))
+	}
 	rec := Record{Item: it.ID, Task: id, Tier: t.Tier(), TaskDigest: digest, WallMS: time.Since(began).Milliseconds()}
 	if ctx.Err() != nil && (err != nil || res == nil || res.Verdict.Outcome == schema.OutcomeError) {
 		return // interrupted: left for a resume
@@ -551,6 +568,12 @@ func (r *runner) one(ctx context.Context, it Item) {
 	rec.Finished = time.Now().UTC()
 	r.record(rec)
 }
+
+// overloadPauses are the pauses before each new grade of an item whose
+// grade was an ERROR grader_overloaded (sandbox.ErrOverloaded); one still
+// overloaded after them is recorded as it is, and a resume grades it
+// again.
+var overloadPauses = []time.Duration{10 * time.Second, 30 * time.Second}
 
 // grader grades it with nonce, which names the item (ItemNonce).
 func (r *runner) grader(ctx context.Context, t controller.Task, it Item, nonce string) (*controller.Result, error) {

@@ -446,6 +446,7 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 		spec, err := json.Marshal(map[string]any{
 			"module": req.Function.Module, "name": req.Function.Name,
 			"case_seconds": req.Limits.CaseTime.Seconds(), "backstop_seconds": sandbox.Backstop(req.Limits.CaseTime).Seconds(),
+			"stretch_seconds": sandbox.Stretched(sandbox.Backstop(req.Limits.CaseTime)).Seconds(),
 			"cases": args,
 		})
 		if err != nil {
@@ -490,8 +491,8 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 				// that waited for a CPU most of its time is the host's
 				// doing, which the container's own accounting tells.
 				if r.limit == sandbox.LimitWall && rec.CPUMeasured && sandbox.Starved(res.Waited, res.Duration) {
-					return "", fmt.Errorf("%w: a call reached its %v backstop in a process that waited %v for a CPU in %v",
-						sandbox.ErrOverloaded, sandbox.Backstop(req.Limits.CaseTime), res.Waited.Round(time.Millisecond), res.Duration.Round(time.Millisecond))
+					return "", fmt.Errorf("%w: a call reached its wall-clock backstop in a process that waited %v for a CPU in %v",
+						sandbox.ErrOverloaded, res.Waited.Round(time.Millisecond), res.Duration.Round(time.Millisecond))
 				}
 				c.Record.Exit, c.Record.Limit = schema.ExitTimeout, r.limit
 			default:

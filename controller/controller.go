@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/strictgrade/strictgrade/attest"
 	"github.com/strictgrade/strictgrade/compat"
@@ -48,15 +50,18 @@ type Config struct {
 	// Signer signs verdicts. It stays in this process: nothing derived
 	// from it is ever passed to a container.
 	Signer *attest.Signer
-	// MaxInFlight bounds concurrent grades; default 2.
+	// MaxInFlight bounds concurrent grades; a grade past it waits for a
+	// slot (Result.Queued) rather than starting into a busy host. Default:
+	// the machine's CPUs (DefaultMaxInFlight).
 	MaxInFlight int
 	// CaseParallel is how many candidate containers one grade runs at
 	// once for a task with a container per case (command and data tasks,
-	// function tasks with "isolation": "case"); default 2, and 1 runs
+	// function tasks with "isolation": "case"); 1 runs
 	// them one after another. Every case keeps its own fresh container,
 	// limits and wall clock: this changes how long a grade takes, not
 	// what it checks. So up to MaxInFlight × CaseParallel candidate
-	// containers run at a time.
+	// containers run at a time. Default: half the machine's CPUs, at
+	// least 1 (DefaultCaseParallel).
 	CaseParallel int
 	// Pool is how many started, never-used sandboxes the default Docker
 	// backend keeps ready per shape (ADR 0013); zero means MaxInFlight,
@@ -113,10 +118,10 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		return nil, errors.New("controller: Config.Signer is required")
 	}
 	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = 2
+		cfg.MaxInFlight = DefaultMaxInFlight()
 	}
 	if cfg.CaseParallel <= 0 {
-		cfg.CaseParallel = 2
+		cfg.CaseParallel = DefaultCaseParallel()
 	}
 	if cfg.Disclosure != "" {
 		if _, err := schema.ParseDisclosure(string(cfg.Disclosure)); err != nil {
@@ -234,7 +239,21 @@ type Result struct {
 	Archive []byte
 	// Log lists what happened, in order.
 	Log []Event
+	// Queued is how long the grade waited for a slot (MaxInFlight)
+	// before it started.
+	Queued time.Duration
 }
+
+// DefaultMaxInFlight is Config.MaxInFlight's default: one grade per CPU
+// the process may use. Each grade's containers are limited to a CPU and
+// spend much of a grade's time starting and stopping, so a grade per CPU
+// keeps the machine busy without queueing on it.
+func DefaultMaxInFlight() int { return max(runtime.GOMAXPROCS(0), 1) }
+
+// DefaultCaseParallel is Config.CaseParallel's default: half the CPUs, at
+// least 1, so that MaxInFlight grades of containers per case run about
+// two candidate containers per CPU at most.
+func DefaultCaseParallel() int { return max(runtime.GOMAXPROCS(0)/2, 1) }
 
 // Event is one entry of a grade's log.
 type Event = grading.Event
@@ -314,10 +333,12 @@ func (c *Controller) run(ctx context.Context, nonce string, tier func(context.Co
 	if err != nil {
 		return nil, err
 	}
+	queued := time.Now()
 	if err := c.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer func() { <-c.sem }()
+	wait := time.Since(queued)
 	out, gradeErr := tier(ctx, h)
 	if out == nil || out.verdict == nil {
 		if errors.Is(gradeErr, ErrBadRequest) {
@@ -340,7 +361,7 @@ func (c *Controller) run(ctx context.Context, nonce string, tier func(context.Co
 		return nil, fmt.Errorf("%w: sign: %w", ErrCouldNotGrade, errors.Join(gradeErr, err))
 	}
 	log.Add("sign", "verdict signed", "outcome", string(v.Outcome), "key", c.cfg.Signer.Hint())
-	res := &Result{Verdict: v, Signed: signed, Archive: out.archive, Log: append(out.log, log.Events()...)}
+	res := &Result{Verdict: v, Signed: signed, Archive: out.archive, Log: append(out.log, log.Events()...), Queued: wait}
 	if gradeErr != nil {
 		return res, fmt.Errorf("%w: %w", ErrCouldNotGrade, gradeErr)
 	}

@@ -66,7 +66,8 @@ type Limits struct {
 	// measures it (the container's cgroup; under gVisor, the user-space
 	// kernel's work as well), enforced with SIGKILL (ExitTimeout,
 	// Result.Limit LimitCPU). Wall is then a backstop, by default
-	// Backstop(CPU), for a workload that sleeps or blocks. A backend that
+	// Backstop(CPU), for a workload that sleeps or blocks, stretched up
+	// to Stretched(Wall) while the host starves the sandbox. A backend that
 	// cannot measure CPU time enforces CPU as a wall-clock limit instead
 	// (Result.CPUMeasured false).
 	CPU         time.Duration
@@ -112,27 +113,39 @@ var MaxLimits = Limits{
 }
 
 // BackstopFactor and BackstopSlack make the wall-clock backstop of a
-// CPU-time budget (Backstop). A workload that has a CPU to itself spends
-// its budget in about the budget's time, so the backstop is reached only by
-// one that sleeps, blocks, or is starved by the host: a backstop reached
-// while the workload waited for a CPU at least StarvedShare of the time is
-// the host's doing (ErrOverloaded), otherwise the workload's (ExitTimeout,
-// LimitWall). The factor lets a workload that gets a fifth of a CPU still
-// spend its whole budget before the backstop.
+// CPU-time budget (Backstop). A workload that gets at least half a CPU
+// spends its budget within twice the budget's time, so the backstop is
+// reached only by one that sleeps, blocks, or gets less than half a CPU
+// while it wants more. The last is the host's doing, and the sandbox's own
+// accounting tells it apart: its threads then waited for a CPU at least
+// StarvedShare of the run (Starved). A backend that measures CPU time then
+// stretches the backstop, a backstop at a time, up to StretchFactor times
+// it, so that a starved workload still spends its budget and meets the
+// verdict it would meet on a quiet host; one still starved at the end of
+// the stretch is ErrOverloaded, never a timeout. A workload that sleeps or
+// blocks is not starved and meets the backstop (ExitTimeout, LimitWall).
 const (
-	BackstopFactor = 5
+	BackstopFactor = 2
 	BackstopSlack  = 2 * time.Second
+	StretchFactor  = 5
 )
 
 // StarvedShare is the share of a run's wall time the sandbox must have
-// spent waiting for a CPU (its threads' run-queue delay, summed) for a
-// backstop it reached to count as the host's doing.
+// spent waiting for a CPU (its threads' run-queue delay, summed) to count
+// as starved by the host.
 const StarvedShare = 0.5
 
 // Backstop is the wall-clock backstop of a CPU-time budget: BackstopFactor
 // times it plus BackstopSlack, at most MaxLimits.Wall.
 func Backstop(cpu time.Duration) time.Duration {
 	return min(BackstopFactor*cpu+BackstopSlack, MaxLimits.Wall)
+}
+
+// Stretched is the longest a run with wall-clock backstop wall may last
+// while the host starves it: StretchFactor times wall, at most
+// MaxLimits.Wall.
+func Stretched(wall time.Duration) time.Duration {
+	return min(StretchFactor*wall, MaxLimits.Wall)
 }
 
 // MinMemoryBytes is the smallest memory limit a spec may ask for.

@@ -72,9 +72,10 @@ func (g *grade) handshake() (ok, early bool, wall time.Duration) {
 	s := g.task.Spec
 	if s.Isolation != task.PerCase && s.Kind == schema.KindFunction {
 		// One candidate container: its phase is bounded by the wall
-		// backstop of the cases' CPU time, as the candidate package
-		// bounds it, plus the engine.
-		bound := sandbox.Backstop(time.Duration(len(g.task.Cases.Cases))*s.Limits.CaseTime() + 5*time.Second)
+		// backstop of the cases' CPU time as the candidate package
+		// bounds it, stretched as far as a starved sandbox's may be,
+		// plus the engine.
+		bound := sandbox.Stretched(sandbox.Backstop(time.Duration(len(g.task.Cases.Cases))*s.Limits.CaseTime() + 5*time.Second))
 		if wall := bound + startSlack + judgeWork; wall <= maxEarlyWall {
 			return true, true, wall
 		}

@@ -190,6 +190,8 @@ type bench struct {
 // sample is one grade of either side.
 type sample struct {
 	latency time.Duration
+	// queued is how long the grade waited for a slot, within latency.
+	queued  time.Duration
 	outcome schema.Outcome // PASS or FAIL
 	run     string         // the run id, for the leftovers check
 	reason  string         // the baseline's first failing case
@@ -364,7 +366,7 @@ func (b *bench) strictGrade(ctx context.Context) (sample, error) {
 	if err != nil || (v.Outcome != schema.OutcomePass && v.Outcome != schema.OutcomeFail) {
 		return sample{}, fmt.Errorf("the verdict is %s (run %s): %s: %w", v.Outcome, v.RunID, v.Reason, err)
 	}
-	out := sample{latency: lat, outcome: v.Outcome, run: v.RunID}
+	out := sample{latency: lat, queued: res.Queued, outcome: v.Outcome, run: v.RunID}
 	if len(v.Cases) == len(b.task.Cases.Cases) {
 		out.cases = make([]bool, len(v.Cases))
 		for i, c := range v.Cases {
@@ -484,10 +486,11 @@ func newBaseline(eng sandbox.Backend, image string, t *task.Task, sub benchSubmi
 	l := s.Limits
 	// One container for every case: the per-case limit is the program's,
 	// the wall clock covers them all plus interpreter start, as the strict
-	// candidate's shared process has it; memory, pids and the rest are the
+	// candidate's shared process has it (a CPU-time budget, with its
+	// backstop); memory, pids and the rest are the
 	// strict candidate's (candidate.caseLimits).
 	limits := sandbox.Limits{
-		Wall:              min(time.Duration(len(cases))*l.CaseTime()+5*time.Second, sandbox.MaxLimits.Wall),
+		CPU:               min(time.Duration(len(cases))*l.CaseTime()+5*time.Second, sandbox.MaxLimits.Wall),
 		MemoryBytes:       l.MemoryMB << 20,
 		PIDs:              l.PIDs,
 		StdoutBytes:       1 << 20, // the report; the candidate's output is the program's to bound
@@ -656,6 +659,11 @@ type sideReport struct {
 	Pass         int     `json:"pass"`
 	Fail         int     `json:"fail"`
 	P50MS        int64   `json:"p50_ms"`
+	// QueueP50MS and QueueMaxMS are the time grades waited for a slot
+	// (controller.Result.Queued), part of their latency; 0 for the
+	// one-container side, which has no admission.
+	QueueP50MS int64 `json:"queue_p50_ms"`
+	QueueMaxMS int64 `json:"queue_max_ms"`
 	P90MS        int64   `json:"p90_ms"`
 	MaxMS        int64   `json:"max_ms"`
 	WallMS       int64   `json:"wall_ms"`
@@ -709,9 +717,10 @@ func ratio(a, b float64) float64 {
 // time of its batches.
 func summarize(side string, samples []sample, wall time.Duration) sideReport {
 	lat := make([]time.Duration, len(samples))
+	queue := make([]time.Duration, len(samples))
 	r := sideReport{Side: side, Runs: len(samples), WallMS: wall.Milliseconds(), GradesPerMin: throughput(len(samples), wall)}
 	for i, s := range samples {
-		lat[i] = s.latency
+		lat[i], queue[i] = s.latency, s.queued
 		if s.outcome == schema.OutcomePass {
 			r.Pass++
 		} else {
@@ -721,6 +730,8 @@ func summarize(side string, samples []sample, wall time.Duration) sideReport {
 	r.P50MS = percentile(lat, 50).Milliseconds()
 	r.P90MS = percentile(lat, 90).Milliseconds()
 	r.MaxMS = percentile(lat, 100).Milliseconds()
+	r.QueueP50MS = percentile(queue, 50).Milliseconds()
+	r.QueueMaxMS = percentile(queue, 100).Milliseconds()
 	return r
 }
 
@@ -753,9 +764,9 @@ func (r *benchReport) write(w io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "task %s (%s, %d cases), %d runs per side, %d in flight, %s\n", r.Task, r.Kind, r.Cases, r.Runs, r.Parallel, r.Runtime)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SIDE\tRUNS\tPASS\tFAIL\tP50 MS\tP90 MS\tMAX MS\tGRADES/MIN\tSTREAM GRADES/MIN")
+	fmt.Fprintln(tw, "SIDE\tRUNS\tPASS\tFAIL\tP50 MS\tP90 MS\tMAX MS\tQUEUED P50/MAX MS\tGRADES/MIN\tSTREAM GRADES/MIN")
 	for _, s := range []sideReport{r.Strict, r.OneContainer} {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\n", s.Side, s.Runs, s.Pass, s.Fail, s.P50MS, s.P90MS, s.MaxMS, s.GradesPerMin, s.StreamGradesPerMin)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d/%d\t%.1f\t%.1f\n", s.Side, s.Runs, s.Pass, s.Fail, s.P50MS, s.P90MS, s.MaxMS, s.QueueP50MS, s.QueueMaxMS, s.GradesPerMin, s.StreamGradesPerMin)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

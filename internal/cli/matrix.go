@@ -23,6 +23,7 @@ type matrixArgs struct {
 	tiers                 []proofmatrix.Tier
 	filter                *regexp.Regexp
 	parallel              int
+	stress                int
 	json, markdown, junit string
 	expected              string
 	update                bool
@@ -96,7 +97,8 @@ func parseMatrix(args []string, stdio IO) (*matrixArgs, error) {
 		"Runs the proof matrix of attacks against both tiers and compares the results with the expectation.")
 	tier := fs.String("tier", "all", "strict, compat or all")
 	runRe := fs.String("run", "", "only probes whose id or taxonomy id matches this regular expression (controls always run)")
-	fs.IntVar(&a.parallel, "parallel", 2, "probes in flight")
+	fs.IntVar(&a.parallel, "parallel", controller.DefaultMaxInFlight(), "probes in flight (default: the CPUs)")
+	fs.IntVar(&a.stress, "stress", 0, "run this many busy loops beside the matrix, each a CPU hog of its own: the results must not change")
 	fs.StringVar(&a.json, "json", "", "write the report as JSON to this file")
 	fs.StringVar(&a.markdown, "markdown", "", "write the matrix as a Markdown table to this file")
 	fs.StringVar(&a.junit, "junit", "", "write a JUnit XML report to this file")
@@ -118,6 +120,12 @@ func parseMatrix(args []string, stdio IO) (*matrixArgs, error) {
 	}
 	if a.parallel < 1 {
 		return nil, usagef("--parallel must be at least 1")
+	}
+	if a.stress < 0 || a.stress > 64 {
+		return nil, usagef("--stress must be between 0 and 64")
+	}
+	if a.stress > 0 && a.update {
+		return nil, usagef("--stress is a test of the expectation, not a way to record one")
 	}
 	switch *tier {
 	case "all":
@@ -177,6 +185,11 @@ func (a *matrixArgs) run(ctx context.Context, stdio IO) (*proofmatrix.Report, er
 		return nil, err
 	}
 	defer closeCtrl()
+	load, err := startBusyLoops(a.stress, stdio.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer load.stop()
 	return proofmatrix.Run(ctx, ctrl, signer, proofmatrix.Options{Tiers: a.tiers, Filter: a.filter, Parallel: a.parallel, Progress: stdio.Stderr, KeyPEM: priv})
 }
 

@@ -59,7 +59,7 @@ func runRun(ctx context.Context, args []string, stdio IO) error {
 	fs.StringVar(&a.items, "items", "", "JSONL `FILE` of items (required)")
 	fs.StringVar(&a.tasks, "tasks", "", "comma-separated task directories, or directories of task directories (required)")
 	fs.StringVar(&a.out, "out", "", "run `DIR`, created if missing; the same DIR resumes (required)")
-	fs.IntVar(&a.parallel, "parallel", 2, "grade `N` items at once")
+	fs.IntVar(&a.parallel, "parallel", controller.DefaultMaxInFlight(), "grade `N` items at once (default: the CPUs)")
 	fs.StringVar(&a.key, "key", "", keyHelp+"; needed to resume")
 	fs.BoolVar(&a.retryErrors, "retry-errors", false, "on resume, grade ERROR items again")
 	a.backendArgs.register(fs)

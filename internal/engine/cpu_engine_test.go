@@ -14,11 +14,12 @@ import (
 // TestCPUBudget: with a CPU-time budget the container's own accounting
 // decides (issue 30). A busy loop is stopped when it has used its budget,
 // long before the wall-clock backstop; a sleeper uses next to no CPU and
-// meets the backstop (LimitWall, the candidate's timeout); a busy loop the
-// host does not let run (here a CPU quota of a hundredth of a CPU, which
-// keeps its thread waiting as a starved host would) meets the backstop
-// with its budget unspent while it waited for a CPU, which is the host's
-// doing: ErrOverloaded, never a timeout.
+// meets the backstop (LimitWall, the candidate's timeout). A CPU quota
+// below what the loop wants keeps its thread waiting as a starved host
+// would: at 15% of a CPU the backstop stretches and the loop still meets
+// its budget (LimitCPU, the verdict of a quiet host); at 1% it meets the
+// end of the stretch with its budget unspent while it waited for a CPU,
+// which is the host's doing: ErrOverloaded, never a timeout.
 func TestCPUBudget(t *testing.T) {
 	t.Parallel()
 	t.Run("spin", func(t *testing.T) {
@@ -49,6 +50,19 @@ func TestCPUBudget(t *testing.T) {
 		}
 		if !res.CPUMeasured || res.CPU > 500*time.Millisecond || sandbox.Starved(res.Waited, res.Duration) {
 			t.Fatalf("CPU %v waited %v in %v: a sleeper neither spends nor waits", res.CPU, res.Waited, res.Duration)
+		}
+	})
+	t.Run("slowed", func(t *testing.T) {
+		t.Parallel()
+		spec := probe(newRun(t), "spin")
+		spec.Limits.CPU = time.Second
+		spec.Limits.NanoCPUs = 15e7
+		res := mustRun(t, spec)
+		if res.Exit != engine.ExitTimeout || res.Limit != sandbox.LimitCPU {
+			t.Fatalf("exit %s limit %q after %v (CPU %v, waited %v), want timeout at the CPU budget", res.Exit, res.Limit, res.Duration, res.CPU, res.Waited)
+		}
+		if res.Duration <= sandbox.Backstop(time.Second) {
+			t.Fatalf("stopped after %v, within the backstop: the quota did not slow it", res.Duration)
 		}
 	})
 	t.Run("starved", func(t *testing.T) {

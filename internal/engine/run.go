@@ -424,6 +424,7 @@ func (p *Prepared) drive(ctx context.Context) (*Result, error) {
 			tick = t.C
 		}
 	}
+	stretched := sandbox.Stretched(wall)
 	var used time.Duration
 	spent := func() bool {
 		u, err := m.usage()
@@ -463,6 +464,15 @@ wait:
 					m.sample()
 					if spent() {
 						res.Limit = sandbox.LimitCPU
+						break
+					}
+					// Starved by the host: the backstop stretches, up to
+					// its limit, so that the budget decides.
+					elapsed := time.Since(start)
+					if sandbox.Starved(m.waitedTotal()-waited0, elapsed) && elapsed < stretched {
+						killedFor, res.Limit = "", ""
+						timer.Reset(min(wall, stretched-elapsed))
+						continue wait
 					}
 				}
 			}
@@ -484,8 +494,8 @@ wait:
 		spent()
 		res.CPU, res.Waited, res.CPUMeasured = used, m.waitedTotal()-waited0, true
 		if res.Limit == sandbox.LimitWall && sandbox.Starved(res.Waited, res.Duration) {
-			return nil, fmt.Errorf("%w: container %.12s reached its %v backstop after %v of CPU time, %v of it spent waiting for a CPU",
-				sandbox.ErrOverloaded, id, wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond))
+			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time and %v spent waiting for a CPU",
+				sandbox.ErrOverloaded, id, res.Duration.Round(time.Millisecond), wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond))
 		}
 	}
 	if status.Error != nil {

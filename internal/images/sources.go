@@ -6,6 +6,6 @@ package images
 // of judgePackage and of initPackage), checked against the source by
 // TestJudgeSourceRecorded.
 const (
-	judgeSource = "eaeea519ebcf0c8344349cd6ba53d9def2f13a6ef3d9d086a15cd3526e950d45"
+	judgeSource = "f81c825df0b64f3eba5293e68bda2141503951c2b7ae838696704786ab6c99ed"
 	initSource  = "36cf8e02243b339e9de93e521212fc4bcbf3835bffd9ad0ec99fd75928539abc"
 )
