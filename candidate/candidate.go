@@ -447,7 +447,7 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 			"module": req.Function.Module, "name": req.Function.Name,
 			"case_seconds": req.Limits.CaseTime.Seconds(), "backstop_seconds": sandbox.Backstop(req.Limits.CaseTime).Seconds(),
 			"stretch_seconds": sandbox.Stretched(sandbox.Backstop(req.Limits.CaseTime)).Seconds(),
-			"cases": args,
+			"cases":           args,
 		})
 		if err != nil {
 			return "", err

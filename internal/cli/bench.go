@@ -654,16 +654,16 @@ func benchRunID() (string, error) {
 
 // sideReport is what the report says of one side.
 type sideReport struct {
-	Side         string  `json:"side"`
-	Runs         int     `json:"runs"`
-	Pass         int     `json:"pass"`
-	Fail         int     `json:"fail"`
-	P50MS        int64   `json:"p50_ms"`
+	Side  string `json:"side"`
+	Runs  int    `json:"runs"`
+	Pass  int    `json:"pass"`
+	Fail  int    `json:"fail"`
+	P50MS int64  `json:"p50_ms"`
 	// QueueP50MS and QueueMaxMS are the time grades waited for a slot
 	// (controller.Result.Queued), part of their latency; 0 for the
 	// one-container side, which has no admission.
-	QueueP50MS int64 `json:"queue_p50_ms"`
-	QueueMaxMS int64 `json:"queue_max_ms"`
+	QueueP50MS   int64   `json:"queue_p50_ms"`
+	QueueMaxMS   int64   `json:"queue_max_ms"`
 	P90MS        int64   `json:"p90_ms"`
 	MaxMS        int64   `json:"max_ms"`
 	WallMS       int64   `json:"wall_ms"`
