@@ -29,6 +29,48 @@ func TestLimitsResolve(t *testing.T) {
 	}
 }
 
+// TestCPULimitResolve: a CPU-time budget takes a wall-clock backstop of
+// twice it plus 2 s unless the spec sets one; starvation is a share of the
+// wall time spent waiting for a CPU.
+func TestCPULimitResolve(t *testing.T) {
+	l, err := sandbox.Limits{CPU: 3 * time.Second}.Resolve()
+	if err != nil || l.CPU != 3*time.Second || l.Wall != 8*time.Second || l.Wall != sandbox.Backstop(l.CPU) {
+		t.Fatalf("cpu 3s resolved to cpu %v wall %v, %v", l.CPU, l.Wall, err)
+	}
+	l, err = sandbox.Limits{CPU: time.Second, Wall: 30 * time.Second}.Resolve()
+	if err != nil || l.Wall != 30*time.Second {
+		t.Fatalf("an explicit backstop: wall %v, %v", l.Wall, err)
+	}
+	if got := sandbox.Stretched(l.Wall); got != 150*time.Second {
+		t.Errorf("stretched %v, want 150s", got)
+	}
+	if sandbox.Backstop(sandbox.MaxLimits.Wall) != sandbox.MaxLimits.Wall || sandbox.Stretched(sandbox.MaxLimits.Wall) != sandbox.MaxLimits.Wall {
+		t.Error("a backstop passes the maximum wall clock")
+	}
+	for name, bad := range map[string]sandbox.Limits{
+		"negative cpu":     {CPU: -1},
+		"over-maximum cpu": {CPU: sandbox.MaxLimits.Wall + 1},
+	} {
+		if _, err := bad.Resolve(); !errors.Is(err, sandbox.ErrSpec) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for _, tt := range []struct {
+		waited, wall time.Duration
+		want         bool
+	}{
+		{0, time.Second, false},
+		{499 * time.Millisecond, time.Second, false},
+		{500 * time.Millisecond, time.Second, true},
+		{3 * time.Second, time.Second, true}, // threads' waits add up
+		{time.Second, 0, false},
+	} {
+		if got := sandbox.Starved(tt.waited, tt.wall); got != tt.want {
+			t.Errorf("Starved(%v, %v) = %v", tt.waited, tt.wall, got)
+		}
+	}
+}
+
 func TestStreamOutResolve(t *testing.T) {
 	so, err := sandbox.StreamOut{Dir: "/output", Bytes: 1 << 20}.Resolve()
 	if err != nil || so.Inodes != sandbox.DefaultStreamOutInodes || so.Bytes != 1<<20 {
