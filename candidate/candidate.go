@@ -328,11 +328,18 @@ func (ph *phase) shape() sandbox.Spec {
 func shimCmd() []string { return []string{"python3", "-I", InputsDir + "/shim.py"} }
 
 // groupLimits are the CPU budget and wall backstop of a container that
-// calls n cases in one process: the shim enforces each case's budget, and
-// these cover them all plus the interpreter's start.
+// calls n cases in one process (SharedCPU).
 func groupLimits(l Limits, n int) (cpu, wall time.Duration) {
-	cpu = min(time.Duration(n)*l.CaseTime+5*time.Second, sandbox.MaxLimits.Wall)
+	cpu = SharedCPU(l.CaseTime, n)
 	return cpu, sandbox.Backstop(cpu)
+}
+
+// SharedCPU is the CPU budget of a container that calls n cases of
+// caseTime each in one process: the shim enforces each case's budget, and
+// this covers them all plus the interpreter's start (a tenth of a second
+// of CPU; two are allowed).
+func SharedCPU(caseTime time.Duration, n int) time.Duration {
+	return min(time.Duration(n)*caseTime+2*time.Second, sandbox.MaxLimits.Wall)
 }
 
 // containers is how many case containers the phase runs.

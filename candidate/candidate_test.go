@@ -108,7 +108,7 @@ func TestFunctionTaskOneContainerPerGrade(t *testing.T) {
 		t.Errorf("image %s, want %s", out.ImageID, img)
 	}
 	s := rec.runs[0].spec
-	if want := time.Duration(n)*tk.Spec.Limits.CaseTime() + 5*time.Second; s.Limits.CPU != want || s.Limits.Wall != sandbox.Backstop(want) {
+	if want := time.Duration(n)*tk.Spec.Limits.CaseTime() + 2*time.Second; s.Limits.CPU != want || s.Limits.Wall != sandbox.Backstop(want) {
 		t.Errorf("cpu %v wall %v, want %v and its backstop", s.Limits.CPU, s.Limits.Wall, want)
 	}
 	if s.Cmd[0] != "python3" || s.Cmd[1] != "-I" {

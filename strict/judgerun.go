@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strictgrade/strictgrade/candidate"
 	"github.com/strictgrade/strictgrade/judge"
 	"github.com/strictgrade/strictgrade/sandbox"
 	"github.com/strictgrade/strictgrade/schema"
@@ -75,7 +76,7 @@ func (g *grade) handshake() (ok, early bool, wall time.Duration) {
 		// backstop of the cases' CPU time as the candidate package
 		// bounds it, stretched as far as a starved sandbox's may be,
 		// plus the engine.
-		bound := sandbox.Stretched(sandbox.Backstop(time.Duration(len(g.task.Cases.Cases))*s.Limits.CaseTime() + 5*time.Second))
+		bound := sandbox.Stretched(sandbox.Backstop(candidate.SharedCPU(s.Limits.CaseTime(), len(g.task.Cases.Cases))))
 		if wall := bound + startSlack + judgeWork; wall <= maxEarlyWall {
 			return true, true, wall
 		}

@@ -490,7 +490,7 @@ func newBaseline(eng sandbox.Backend, image string, t *task.Task, sub benchSubmi
 	// backstop); memory, pids and the rest are the
 	// strict candidate's (candidate.caseLimits).
 	limits := sandbox.Limits{
-		CPU:               min(time.Duration(len(cases))*l.CaseTime()+5*time.Second, sandbox.MaxLimits.Wall),
+		CPU:               candidate.SharedCPU(l.CaseTime(), len(cases)),
 		MemoryBytes:       l.MemoryMB << 20,
 		PIDs:              l.PIDs,
 		StdoutBytes:       1 << 20, // the report; the candidate's output is the program's to bound

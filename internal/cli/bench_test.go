@@ -133,7 +133,7 @@ func TestThroughput(t *testing.T) {
 func testReport() *benchReport {
 	strict := summarize(sideStrict, []sample{
 		{latency: 900 * time.Millisecond, outcome: schema.OutcomePass},
-		{latency: 1100 * time.Millisecond, outcome: schema.OutcomePass},
+		{latency: 1100 * time.Millisecond, queued: 200 * time.Millisecond, outcome: schema.OutcomePass},
 	}, 2*time.Second)
 	one := summarize(sideOne, []sample{
 		{latency: 300 * time.Millisecond, outcome: schema.OutcomePass},
@@ -151,9 +151,9 @@ func TestBenchTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `task sum (function, 7 cases), 2 runs per side, 1 in flight, docker/runc
-SIDE           RUNS  PASS  FAIL  P50 MS  P90 MS  MAX MS  GRADES/MIN  STREAM GRADES/MIN
-strict         2     2     0     900     1100    1100    60.0        50.0
-one-container  2     2     0     300     500     500     150.0       100.0
+SIDE           RUNS  PASS  FAIL  P50 MS  P90 MS  MAX MS  QUEUED P50/MAX MS  GRADES/MIN  STREAM GRADES/MIN
+strict         2     2     0     900     1100    1100    0/200              60.0        50.0
+one-container  2     2     0     300     500     500     0/0                150.0       100.0
 strict/one-container: p50 3.00x, throughput 0.40x, stream throughput 0.50x
 `
 	if out.String() != want {
