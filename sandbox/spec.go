@@ -68,8 +68,8 @@ type Limits struct {
 	// Result.Limit LimitCPU). Wall is then a backstop, by default
 	// Backstop(CPU), for a workload that sleeps or blocks, stretched up
 	// to Stretched(Wall) while the host starves the sandbox. A backend that
-	// cannot measure CPU time enforces CPU as a wall-clock limit instead
-	// (Result.CPUMeasured false).
+	// cannot measure CPU time enforces a wall-clock limit of Unmetered(CPU)
+	// instead (Result.CPUMeasured false).
 	CPU         time.Duration
 	Wall        time.Duration // wall-clock limit, enforced with SIGKILL
 	MemoryBytes int64         // memory; swap is never granted
@@ -139,6 +139,13 @@ const StarvedShare = 0.5
 // times it plus BackstopSlack, at most MaxLimits.Wall.
 func Backstop(cpu time.Duration) time.Duration {
 	return min(BackstopFactor*cpu+BackstopSlack, MaxLimits.Wall)
+}
+
+// Unmetered is the wall-clock limit that stands in for a CPU-time budget
+// on a backend that cannot measure CPU time: the budget plus BackstopSlack
+// (for the engine's own start and stop), at most MaxLimits.Wall.
+func Unmetered(cpu time.Duration) time.Duration {
+	return min(cpu+BackstopSlack, MaxLimits.Wall)
 }
 
 // Stretched is the longest a run with wall-clock backstop wall may last

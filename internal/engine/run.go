@@ -403,11 +403,12 @@ func (p *Prepared) drive(ctx context.Context) (*Result, error) {
 	}
 
 	// With a CPU budget and a meter, the budget decides and the wall
-	// clock is the backstop; without a meter the budget is the wall
-	// clock, as a backend without CPU accounting has it.
+	// clock is the backstop; without a meter a wall clock of the budget
+	// (sandbox.Unmetered) stands in for it, as on a backend without CPU
+	// accounting.
 	wall, m := lim.Wall, a.meter
 	if lim.CPU > 0 && m == nil {
-		wall = lim.CPU
+		wall = sandbox.Unmetered(lim.CPU)
 	}
 	var tick <-chan time.Time
 	var cpu0, waited0 time.Duration
@@ -415,7 +416,7 @@ func (p *Prepared) drive(ctx context.Context) (*Result, error) {
 		var err error
 		if cpu0, err = m.usage(); err != nil {
 			m = nil
-			wall = lim.CPU
+			wall = sandbox.Unmetered(lim.CPU)
 		} else {
 			m.sample()
 			waited0 = m.waitedTotal()

@@ -348,11 +348,11 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}()
 	// The kill waits ReportSlack past the limit for an end the kubelet
 	// reports late; the runtime's times then tell whether it overran.
-	// No CPU accounting is read from the cluster: a CPU budget is the
-	// wall clock here.
+	// No CPU accounting is read from the cluster: a wall clock of the
+	// CPU budget stands in for it (sandbox.Unmetered).
 	wall := lim.Wall
 	if lim.CPU > 0 {
-		wall = lim.CPU
+		wall = sandbox.Unmetered(lim.CPU)
 	}
 	timer := time.NewTimer(wall + b.cfg.ReportSlack)
 	defer timer.Stop()
