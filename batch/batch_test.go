@@ -66,16 +66,7 @@ func fakeController(t testing.TB, signer *attest.Signer, parallel int, broken bo
 		return sandboxtest.Python{Main: func(p *sandboxtest.Proc) int { graded[src].Add(1); return prog(p) }}
 	}
 	fake.Image(sandboxtest.RuntimeImage, sandboxtest.Runtime(map[string]sandboxtest.Python{
-		copySource: count(copySource, func(p *sandboxtest.Proc) int {
-			data, err := p.ReadFile("/input/in.txt")
-			if err == nil {
-				err = p.WriteFile("/output/out.txt", data, 0o644)
-			}
-			if err != nil {
-				return 1
-			}
-			return 0
-		}),
+		copySource: count(copySource, copyMain),
 		wrongSource: count(wrongSource, func(p *sandboxtest.Proc) int {
 			if p.WriteFile("/output/out.txt", []byte("y\n"), 0o644) != nil {
 				return 1
@@ -95,6 +86,18 @@ func fakeController(t testing.TB, signer *attest.Signer, parallel int, broken bo
 	}
 	t.Cleanup(func() { ctrl.Close() })
 	return ctrl
+}
+
+// copyMain is the honest copy program: its input file to its output.
+func copyMain(p *sandboxtest.Proc) int {
+	data, err := p.ReadFile("/input/in.txt")
+	if err == nil {
+		err = p.WriteFile("/output/out.txt", data, 0o644)
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
 }
 
 // fixture lays out a task and n items (honest and wrong in turn).

@@ -33,16 +33,7 @@ func overloadedController(t *testing.T, signer *attest.Signer, starved int32) *c
 	t.Helper()
 	fake := sandboxtest.NewFake()
 	fake.Image(sandboxtest.RuntimeImage, sandboxtest.Runtime(map[string]sandboxtest.Python{
-		copySource: {Main: func(p *sandboxtest.Proc) int {
-			data, err := p.ReadFile("/input/in.txt")
-			if err == nil {
-				err = p.WriteFile("/output/out.txt", data, 0o644)
-			}
-			if err != nil {
-				return 1
-			}
-			return 0
-		}},
+		copySource: {Main: copyMain},
 	}))
 	fake.Image(sandboxtest.JudgeImage, sandboxtest.Judge)
 	eng := &overloading{Backend: fake}
