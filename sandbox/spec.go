@@ -127,7 +127,7 @@ var MaxLimits = Limits{
 const (
 	BackstopFactor = 2
 	BackstopSlack  = 2 * time.Second
-	StretchFactor  = 5
+	StretchFactor  = 20
 )
 
 // StarvedShare is the share of a run's wall time the sandbox must have

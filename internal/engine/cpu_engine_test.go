@@ -17,8 +17,8 @@ import (
 // meets the backstop (LimitWall, the candidate's timeout). A CPU quota
 // below what the loop wants keeps its thread waiting as a starved host
 // would: at 15% of a CPU the backstop stretches and the loop still meets
-// its budget (LimitCPU, the verdict of a quiet host); at 1% it meets the
-// end of the stretch with its budget unspent while it waited for a CPU,
+// its budget (LimitCPU, the verdict of a quiet host); at 1% (with a short
+// backstop) it meets the end of the stretch with its budget unspent while it waited for a CPU,
 // which is the host's doing: ErrOverloaded, never a timeout.
 func TestCPUBudget(t *testing.T) {
 	t.Parallel()
@@ -68,7 +68,9 @@ func TestCPUBudget(t *testing.T) {
 	t.Run("starved", func(t *testing.T) {
 		t.Parallel()
 		spec := probe(newRun(t), "spin")
-		spec.Limits.CPU = time.Second
+		// A backstop of a second (stretched to 20 s at most), so that
+		// the test does not wait out the default's stretch.
+		spec.Limits.CPU, spec.Limits.Wall = time.Second, time.Second
 		spec.Limits.NanoCPUs = 1e7
 		res, err := eng.Run(t.Context(), spec)
 		if !errors.Is(err, sandbox.ErrOverloaded) {
