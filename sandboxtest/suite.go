@@ -76,6 +76,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		{"exit status", (*suite).exitStatus},
 		{"stdin is streamed", (*suite).stdin},
 		{"wall clock kills", (*suite).wallClock},
+		{"cpu budget kills", (*suite).cpuBudget},
 		{"stdout cap", (*suite).stdoutCap},
 		{"stdout cap kills", (*suite).stdoutCapKills},
 		{"stderr cap", (*suite).stderrCap},
@@ -300,6 +301,39 @@ func (s *suite) wallClock(t *testing.T) {
 		spec.Limits.Wall = time.Second
 		if res := s.mustRun(t, spec); res.Exit != sandbox.ExitTimeout {
 			t.Errorf("%s past the wall clock: %s (%d)", mode, res.Exit, res.Code)
+		}
+	}
+}
+
+// cpuBudget: a spec with a CPU-time budget ends a workload that loops and
+// one that sleeps as timeouts, each naming the limit it met. A backend that
+// measures CPU time stops the loop at its budget (LimitCPU, having used
+// about that much) and the sleeper at the backstop (LimitWall, having used
+// next to none); one that does not stops both at a wall clock of the
+// budget (sandbox.Unmetered, LimitWall).
+func (s *suite) cpuBudget(t *testing.T) {
+	for _, mode := range []string{"spin", "sleep"} {
+		spec := s.probe(mode, "1h")
+		spec.Limits.CPU = time.Second
+		res := s.mustRun(t, spec)
+		if res.Exit != sandbox.ExitTimeout {
+			t.Errorf("%s past its CPU budget: %s (%d)", mode, res.Exit, res.Code)
+			continue
+		}
+		want := sandbox.LimitWall
+		if res.CPUMeasured && mode == "spin" {
+			want = sandbox.LimitCPU
+		}
+		if res.Limit != want {
+			t.Errorf("%s: limit %q, want %q (CPU %v measured %v, waited %v, after %v)", mode, res.Limit, want, res.CPU, res.CPUMeasured, res.Waited, res.Duration)
+		}
+		switch {
+		case !res.CPUMeasured && res.CPU != 0:
+			t.Errorf("%s: CPU %v reported but not measured", mode, res.CPU)
+		case res.CPUMeasured && mode == "spin" && res.CPU < time.Second/2:
+			t.Errorf("spin stopped at its budget after %v of CPU", res.CPU)
+		case res.CPUMeasured && mode == "sleep" && res.CPU > time.Second/2:
+			t.Errorf("sleep used %v of CPU", res.CPU)
 		}
 	}
 }
