@@ -61,7 +61,7 @@ type Config struct {
 	// limits and wall clock: this changes how long a grade takes, not
 	// what it checks. So up to MaxInFlight × CaseParallel candidate
 	// containers run at a time. Default: half the machine's CPUs, at
-	// least 1 (DefaultCaseParallel).
+	// least 2 (DefaultCaseParallel).
 	CaseParallel int
 	// Pool is how many started, never-used sandboxes the default Docker
 	// backend keeps ready per shape (ADR 0013); zero means MaxInFlight,
@@ -251,9 +251,11 @@ type Result struct {
 func DefaultMaxInFlight() int { return max(runtime.GOMAXPROCS(0), 1) }
 
 // DefaultCaseParallel is Config.CaseParallel's default: half the CPUs, at
-// least 1, so that MaxInFlight grades of containers per case run about
-// two candidate containers per CPU at most.
-func DefaultCaseParallel() int { return max(runtime.GOMAXPROCS(0)/2, 1) }
+// least 2. A candidate container spends much of its life starting and
+// stopping, so two at once per grade keep a small machine's CPUs busy; as
+// time limits count CPU time, more at once changes how long grades take,
+// never their verdicts.
+func DefaultCaseParallel() int { return max(runtime.GOMAXPROCS(0)/2, 2) }
 
 // Event is one entry of a grade's log.
 type Event = grading.Event

@@ -39,7 +39,7 @@ func (b *backendArgs) register(fs *flag.FlagSet) {
 	b.registerWhere(fs)
 	n, _ := strconv.Atoi(os.Getenv("STRICTGRADE_CASE_PARALLEL"))
 	fs.IntVar(&b.caseParallel, "case-parallel", n,
-		"how many containers of one grade run at once for a task with a container per case (default $STRICTGRADE_CASE_PARALLEL, else 2); 1 runs them one after another")
+		"how many containers of one grade run at once for a task with a container per case (default $STRICTGRADE_CASE_PARALLEL, else half the CPUs, at least 2); 1 runs them one after another")
 }
 
 // registerWhere adds the flags that say where sandboxes run, for a
