@@ -21,8 +21,8 @@ func TestBenchSum(t *testing.T) {
 	}
 	for _, re := range []string{
 		`(?m)^task sum \(function, \d+ cases\), 2 runs per side, 1 in flight, docker/`,
-		`(?m)^strict +2 +2 +0 +\d+ +\d+ +\d+ +[0-9.]+ +[0-9.]+$`,
-		`(?m)^one-container +2 +2 +0 +\d+ +\d+ +\d+ +[0-9.]+ +[0-9.]+$`,
+		`(?m)^strict +2 +2 +0 +\d+ +\d+ +\d+ +\d+/\d+ +[0-9.]+ +[0-9.]+$`,
+		`(?m)^one-container +2 +2 +0 +\d+ +\d+ +\d+ +0/0 +[0-9.]+ +[0-9.]+$`,
 		`(?m)^strict/one-container: p50 [0-9.]+x, throughput [0-9.]+x, stream throughput [0-9.]+x$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(stdout) {
