@@ -492,15 +492,12 @@ func (ph *phase) function(ctx context.Context, out *Outputs) error {
 			}
 			switch {
 			case r.limit != "" && rec.Exit == schema.ExitExited:
-				// The shim stopped the call at its limit. Its word is
-				// the candidate's to forge, and a forged timeout only
-				// fails the case; a wall-clock stop in a container
-				// that waited for a CPU most of its time is the host's
-				// doing, which the container's own accounting tells.
-				if r.limit == sandbox.LimitWall && rec.CPUMeasured && sandbox.Starved(res.Waited, res.Duration) {
-					return "", fmt.Errorf("%w: a call reached its wall-clock backstop in a process that waited %v for a CPU in %v",
-						sandbox.ErrOverloaded, res.Waited.Round(time.Millisecond), res.Duration.Round(time.Millisecond))
-				}
+				// The shim stopped the call at its limit (it stretched
+				// the backstop itself while the call waited for a CPU).
+				// Its word is the candidate's to forge, and the
+				// container's run-queue delay is the candidate's to
+				// inflate (threads of its own), so a stopped call is
+				// always the case's timeout, never the grader's error.
 				c.Record.Exit, c.Record.Limit = schema.ExitTimeout, r.limit
 			default:
 				c.Files = map[string][]byte{"value.json": r.value}

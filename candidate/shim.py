@@ -77,7 +77,7 @@ def describe(exc):
 # no such count (a user-space kernel), the backstop is stretch_seconds from
 # the start. Whichever limit stops the call, its line carries a marker of
 # that limit in place of a record, which the host turns into the case's
-# timeout (and a starved one into the grader's error, by its own count).
+# timeout.
 class CaseTimeout(BaseException):
     def __init__(self, marker):
         self.marker = marker
