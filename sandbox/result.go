@@ -35,8 +35,8 @@ type Result struct {
 	// budget was spent) or LimitWall (the wall clock ran out first).
 	Limit Limit
 	// CPU is the CPU time the sandbox's processes used while the run
-	// lasted, when CPUMeasured; Waited is the time its threads spent
-	// waiting for a CPU (run-queue delay, summed over the threads seen).
+	// lasted, when CPUMeasured; Waited is the longest any one of its
+	// threads spent waiting for a CPU (run-queue delay).
 	CPU         time.Duration
 	Waited      time.Duration
 	CPUMeasured bool
@@ -54,8 +54,9 @@ const (
 	LimitWall Limit = "wall" // the wall clock (Limits.Wall, or CPU where it is not measured)
 )
 
-// Starved reports whether a run that took wall time waited for a CPU at
-// least StarvedShare of it, by its own measurement.
+// Starved reports whether waited is at least StarvedShare of wall: the
+// test a backend applies to a thread's wait for a CPU (and, the other way
+// round, to its CPUs' idle time) to tell a starved run.
 func Starved(waited, wall time.Duration) bool {
 	return wall > 0 && float64(waited) >= StarvedShare*float64(wall)
 }

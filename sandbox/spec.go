@@ -117,8 +117,10 @@ var MaxLimits = Limits{
 // spends its budget within twice the budget's time, so the backstop is
 // reached only by one that sleeps, blocks, or gets less than half a CPU
 // while it wants more. The last is the host's doing, and the sandbox's own
-// accounting tells it apart: its threads then waited for a CPU at least
-// StarvedShare of the run (Starved). A backend that measures CPU time then
+// accounting tells it apart: a thread of it then waited for a CPU at least
+// StarvedShare of the run while the CPUs it may use were idle less than
+// that share of one CPU (Starved; a workload's own threads cannot make one
+// of them wait that long without spending the budget first). A backend that measures CPU time then
 // stretches the backstop, a backstop at a time, up to StretchFactor times
 // it, so that a starved workload still spends its budget and meets the
 // verdict it would meet on a quiet host; one still starved at the end of
@@ -130,8 +132,8 @@ const (
 	StretchFactor  = 20
 )
 
-// StarvedShare is the share of a run's wall time the sandbox must have
-// spent waiting for a CPU (its threads' run-queue delay, summed) to count
+// StarvedShare is the share of a run's wall time one of the sandbox's
+// threads must have spent waiting for a CPU (its run-queue delay) to count
 // as starved by the host.
 const StarvedShare = 0.5
 

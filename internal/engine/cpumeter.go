@@ -5,29 +5,49 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/strictgrade/strictgrade/sandbox"
 )
 
 // cgroupRoot is where the host mounts its cgroup hierarchies.
 var cgroupRoot = "/sys/fs/cgroup"
 
 // cpuMeter reads a container's CPU accounting from the host: the CPU time
-// its cgroup has used, and how long its threads have waited on a run queue
-// (each thread's schedstat). It reads what the kernel keeps for the
-// container, never anything the workload writes, so the workload cannot
-// make it say less than it used. Under gVisor the cgroup holds the
-// user-space kernel's threads, whose CPU time includes the work they do
-// for the workload.
+// its cgroup has used, how long each of its threads has waited on a run
+// queue (its schedstat), and how idle the CPUs it may run on were. It
+// reads what the kernel keeps, never anything the workload writes, so the
+// workload cannot make it say less than it used. Under gVisor the cgroup
+// holds the user-space kernel's threads, whose CPU time includes the work
+// they do for the workload.
+//
+// The host starved a run (starved) when one of its threads waited for a
+// CPU at least sandbox.StarvedShare of the run while the CPUs of its
+// cpuset were idle less than that share of one CPU. Both halves matter.
+// A thread waits while another runs on its CPU; when that other is the
+// container's own, the container spends CPU time as fast as the thread
+// waits, and a workload that reaches the backstop has spent less than
+// half of it, so its own threads alone cannot make one wait half the run
+// (summing the waits of many threads could). And a CPU that sat idle
+// could have run whatever waited, so a host with idle CPUs to spare did
+// not starve the run, whatever its threads' affinity says.
 type cpuMeter struct {
 	usage func() (time.Duration, error)
 	tasks string // the file listing the cgroup's threads
-	// waited is the last run-queue delay read per thread: a thread that
-	// has ended keeps what it waited while it lived.
-	waited map[int]time.Duration
+	// cpus lists the CPUs of the container's cpuset; nil for all.
+	cpus []int
+	// waited is the last run-queue delay read per thread (a thread that
+	// has ended keeps what it waited while it lived), base what each
+	// thread had waited when the run began.
+	waited, base map[int]time.Duration
+	idle0        map[int]time.Duration // each CPU's idle time when the run began
+	began        time.Time             // when those were read
 }
 
 // openMeter finds the cgroup of the container whose first process is pid,
@@ -44,7 +64,7 @@ func openMeter(pid int, id string) (*cpuMeter, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var v1, v2 string
+	var v1, v2, cpuset string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		parts := strings.SplitN(sc.Text(), ":", 3)
@@ -55,15 +75,18 @@ func openMeter(pid int, id string) (*cpuMeter, error) {
 			v2 = parts[2]
 		}
 		for _, c := range strings.Split(parts[1], ",") {
-			if c == "cpuacct" {
+			switch c {
+			case "cpuacct":
 				v1 = parts[2]
+			case "cpuset":
+				cpuset = parts[2]
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	m := &cpuMeter{waited: map[int]time.Duration{}}
+	m := &cpuMeter{waited: map[int]time.Duration{}, base: map[int]time.Duration{}}
 	switch {
 	case v1 != "" && strings.Contains(v1, id):
 		for _, mount := range []string{"cpuacct", "cpu,cpuacct", "cpuacct,cpu"} {
@@ -75,12 +98,16 @@ func openMeter(pid int, id string) (*cpuMeter, error) {
 				break
 			}
 		}
+		if cpuset != "" {
+			m.cpus = readCPUList(filepath.Join(cgroupRoot, "cpuset", cpuset, "cpuset.effective_cpus"))
+		}
 	case v2 != "" && strings.Contains(v2, id):
 		dir := filepath.Join(cgroupRoot, v2)
 		file := filepath.Join(dir, "cpu.stat")
 		if _, err := os.Stat(file); err == nil {
 			m.usage = func() (time.Duration, error) { return readUsageUsec(file) }
 			m.tasks = filepath.Join(dir, "cgroup.threads")
+			m.cpus = readCPUList(filepath.Join(dir, "cpuset.cpus.effective"))
 		}
 	}
 	if m.usage == nil {
@@ -123,6 +150,15 @@ func readUsageUsec(file string) (time.Duration, error) {
 	return 0, fmt.Errorf("engine: %s has no usage_usec", file)
 }
 
+// begin takes the readings a run is measured from: each thread's
+// run-queue delay and each CPU's idle time so far.
+func (m *cpuMeter) begin() {
+	m.sample()
+	maps.Copy(m.base, m.waited)
+	m.idle0 = cpuIdle()
+	m.began = time.Now()
+}
+
 // sample reads the run-queue delay of every thread in the cgroup now. A
 // cgroup that is gone (the container ended) leaves the last values.
 func (m *cpuMeter) sample() {
@@ -141,13 +177,109 @@ func (m *cpuMeter) sample() {
 	}
 }
 
-// waitedTotal is the run-queue delay of every thread sampled so far.
-func (m *cpuMeter) waitedTotal() time.Duration {
-	var t time.Duration
-	for _, w := range m.waited {
-		t += w
+// maxWaited is the longest any one thread has waited for a CPU since the
+// run began (a thread that began later counts from its start).
+func (m *cpuMeter) maxWaited() time.Duration {
+	var most time.Duration
+	for tid, w := range m.waited {
+		most = max(most, w-m.base[tid])
 	}
-	return t
+	return most
+}
+
+// idleSince is how long the CPUs of the container's cpuset have been idle
+// together since the run began, and whether the host said.
+func (m *cpuMeter) idleSince() (time.Duration, bool) {
+	now := cpuIdle()
+	if m.idle0 == nil || now == nil {
+		return 0, false
+	}
+	var idle time.Duration
+	for cpu, t := range now {
+		if t0, ok := m.idle0[cpu]; ok && (m.cpus == nil || slices.Contains(m.cpus, cpu)) {
+			idle += t - t0
+		}
+	}
+	return idle, true
+}
+
+// starved reports whether the host has starved the run since it began
+// (see cpuMeter): a thread of it waited for a CPU at least StarvedShare of
+// the time while its CPUs were idle for less than that share of one CPU.
+// A host whose idle time cannot be read is taken at the thread's word.
+func (m *cpuMeter) starved() bool {
+	elapsed := time.Since(m.began)
+	if !sandbox.Starved(m.maxWaited(), elapsed) {
+		return false
+	}
+	idle, ok := m.idleSince()
+	return !ok || !sandbox.Starved(idle, elapsed)
+}
+
+// userHz is the unit of /proc/stat's counters: USER_HZ, 100 on every
+// architecture Linux exposes it to user space with.
+const userHz = 100
+
+// cpuIdle reads each CPU's idle time (idle and iowait: a CPU waiting on
+// I/O runs nothing else) from /proc/stat, or nil.
+func cpuIdle() map[int]time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil
+	}
+	out := map[int]time.Duration{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		cpu, err := strconv.Atoi(f[0][3:])
+		if err != nil {
+			continue
+		}
+		idle, err1 := strconv.ParseInt(f[4], 10, 64)
+		iowait, err2 := strconv.ParseInt(f[5], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out[cpu] = time.Duration(idle+iowait) * time.Second / userHz
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// readCPUList reads a cpuset list ("0-3,6"), or nil when it cannot.
+func readCPUList(file string) []int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	return parseCPUList(strings.TrimSpace(string(b)))
+}
+
+// parseCPUList parses the kernel's list format of CPUs; nil when it is
+// empty or malformed.
+func parseCPUList(s string) []int {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b-a > 1<<16 {
+				return nil
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // runDelay reads the second field of /proc/TID/schedstat: the time the

@@ -48,8 +48,12 @@ const DefaultPoolMaxIdle = 2 * time.Minute
 
 // Docker is the Engine backed by a Docker daemon.
 type Docker struct {
-	cli     *client.Client
-	cfg     Config
+	cli *client.Client
+	cfg Config
+	// cpuset pins every sandbox to these CPUs ("0", "0-1"); empty for
+	// all. Only the tests set it (PinTo), to starve a sandbox on one CPU
+	// while the others run on.
+	cpuset  string
 	log     *slog.Logger
 	info    PreflightInfo
 	loaderM sync.Mutex

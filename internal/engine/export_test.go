@@ -2,6 +2,13 @@ package engine
 
 import "context"
 
+// PinTo runs every sandbox the backend makes from now on on the CPUs
+// listed ("0").
+func (d *Docker) PinTo(cpus string) { d.cpuset = cpus }
+
+// ParseCPUList is parseCPUList.
+func ParseCPUList(s string) []int { return parseCPUList(s) }
+
 // PoolRun is the run label of what the backend makes for itself.
 func (d *Docker) PoolRun() string { return d.poolRun }
 

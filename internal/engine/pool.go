@@ -103,6 +103,7 @@ func (pl *pool) shapeOf(spec Spec, lim Limits) (Spec, string) {
 		sh.Trees[i] = Tree{Dir: t.Dir}
 	}
 	cfg, hc := hardened(sh, lim, false)
+	hc.Resources.CpusetCpus = pl.d.cpuset
 	withInit(cfg, hc, sh, lim, "", 0, sharedDir{})
 	// The owner labels are the same for every container of this process.
 	// The limits enter whole but for the wall clock, which starts when the

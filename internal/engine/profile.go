@@ -224,6 +224,9 @@ func assertApplied(got container.InspectResponse, wantCfg *container.Config, wan
 	if r.PidsLimit == nil || *r.PidsLimit != *want.PidsLimit {
 		bad("pids limit not applied")
 	}
+	if r.CpusetCpus != want.Resources.CpusetCpus {
+		bad("cpuset %q, want %q", r.CpusetCpus, want.Resources.CpusetCpus)
+	}
 	if r.NanoCPUs != want.NanoCPUs {
 		bad("cpu quota %d, want %d", r.NanoCPUs, want.NanoCPUs)
 	}

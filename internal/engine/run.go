@@ -193,6 +193,7 @@ func (d *Docker) create(ctx context.Context, spec Spec, lim Limits) (*Prepared, 
 		spec.Mounts = append(slices.Clone(spec.Mounts), Mount{Volume: v, Target: spec.StreamOut.Dir})
 	}
 	cfg, hc := hardened(spec, lim, spec.Stdin != nil)
+	hc.Resources.CpusetCpus = d.cpuset
 	if initMode {
 		withInit(cfg, hc, spec, lim, vol, d.cfg.PoolMaxIdle+time.Minute, share)
 	}
@@ -411,15 +412,14 @@ func (p *Prepared) drive(ctx context.Context) (*Result, error) {
 		wall = sandbox.Unmetered(lim.CPU)
 	}
 	var tick <-chan time.Time
-	var cpu0, waited0 time.Duration
+	var cpu0 time.Duration
 	if lim.CPU > 0 && m != nil {
 		var err error
 		if cpu0, err = m.usage(); err != nil {
 			m = nil
 			wall = sandbox.Unmetered(lim.CPU)
 		} else {
-			m.sample()
-			waited0 = m.waitedTotal()
+			m.begin()
 			t := time.NewTicker(meterTick(lim.CPU))
 			defer t.Stop()
 			tick = t.C
@@ -470,7 +470,7 @@ wait:
 					// Starved by the host: the backstop stretches, up to
 					// its limit, so that the budget decides.
 					elapsed := time.Since(start)
-					if sandbox.Starved(m.waitedTotal()-waited0, elapsed) && elapsed < stretched {
+					if elapsed < stretched && m.starved() {
 						killedFor, res.Limit = "", ""
 						timer.Reset(min(wall, stretched-elapsed))
 						continue wait
@@ -493,10 +493,11 @@ wait:
 		// What the cgroup counted up to the end (it may be gone by now:
 		// the last reading stands).
 		spent()
-		res.CPU, res.Waited, res.CPUMeasured = used, m.waitedTotal()-waited0, true
-		if res.Limit == sandbox.LimitWall && sandbox.Starved(res.Waited, res.Duration) {
-			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time and %v spent waiting for a CPU",
-				sandbox.ErrOverloaded, id, res.Duration.Round(time.Millisecond), wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond))
+		res.CPU, res.Waited, res.CPUMeasured = used, m.maxWaited(), true
+		if res.Limit == sandbox.LimitWall && m.starved() {
+			idle, _ := m.idleSince()
+			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time; a thread of it waited %v for a CPU, and its CPUs were idle %v in all",
+				sandbox.ErrOverloaded, id, res.Duration.Round(time.Millisecond), wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond), idle.Round(time.Millisecond))
 		}
 	}
 	if status.Error != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -381,5 +382,21 @@ func TestSharedDirOverlaps(t *testing.T) {
 	s.Mounts = []Mount{{Volume: "w", Target: "/usr"}}
 	if _, err := d.sharedDirOf(t.Context(), s); !errors.Is(err, ErrSpec) {
 		t.Errorf("a volume over the shared directory: %v", err)
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	for in, want := range map[string][]int{
+		"0":         {0},
+		"0-1":       {0, 1},
+		"0-2,5,7-8": {0, 1, 2, 5, 7, 8},
+		"":          nil,
+		"3-1":       nil,
+		"x":         nil,
+		"0,-1":      nil,
+	} {
+		if got := parseCPUList(in); !slices.Equal(got, want) {
+			t.Errorf("parseCPUList(%q) = %v, want %v", in, got, want)
+		}
 	}
 }

@@ -8,6 +8,10 @@
 //	forkbomb         spawn sleeping children until the kernel refuses
 //	memhog           allocate and touch memory until killed
 //	spin             loop forever
+//	crowd N BURST    N threads that wake together every 100 ms and spin
+//	                 for BURST of CPU time each, forever: on one CPU they
+//	                 wait on one another, each a little, while the sandbox
+//	                 uses N×BURST of every 100 ms
 //	spew N           write N bytes to stdout
 //	spewerr N        write N bytes to stderr
 //	write PATH       try to create PATH and report the error
@@ -27,10 +31,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Observation is what `observe` prints.
@@ -69,6 +76,16 @@ func main() {
 		memhog()
 	case "spin":
 		for {
+		}
+	case "crowd":
+		var n int
+		var burst time.Duration
+		if len(os.Args) < 4 {
+			err = errors.New("usage: crowd N BURST")
+		} else if n, err = strconv.Atoi(arg); err == nil {
+			if burst, err = time.ParseDuration(os.Args[3]); err == nil {
+				crowd(n, burst)
+			}
 		}
 	case "spew":
 		err = spew(arg, os.Stdout)
@@ -280,4 +297,34 @@ func mkfiles(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "sub", "b.txt"), []byte("beta\n"), 0o755)
+}
+
+// crowd runs n threads in step: at each 100 ms tick of the monotonic
+// clock every one of them wakes (an absolute sleep in the kernel, so that
+// they wake together), spins until it has used burst of CPU time, and
+// sleeps again. On one CPU the last of them waits for all the others each
+// time, and the sandbox uses n×burst of every 100 ms. Each thread has a
+// processor of the runtime of its own, so that they wait on the kernel's
+// run queue, not on the runtime's.
+func crowd(n int, burst time.Duration) {
+	runtime.GOMAXPROCS(n + 1)
+	const period = int64(100 * time.Millisecond)
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			var now, cpu unix.Timespec
+			for {
+				_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+				tick := unix.NsecToTimespec((now.Nano()/period + 1) * period)
+				for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &tick, nil) == unix.EINTR {
+				}
+				_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &cpu)
+				until := cpu.Nano() + int64(burst)
+				for cpu.Nano() < until {
+					_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &cpu)
+				}
+			}
+		}()
+	}
+	select {}
 }
