@@ -76,10 +76,12 @@ KUBELET_PORT=11250
 KUBELET_HEALTHZ_PORT=11248
 NODE=localhost
 NAMESPACE=strictgrade
-# A second namespace for clients that share the cluster at the same time (CI
-# runs the gVisor part beside the runc part): tests that delete pods from
-# outside or count what is left look at their own namespace only.
+# More namespaces for clients that share the cluster at the same time (CI
+# runs four parts side by side): tests that delete pods from outside or
+# count what is left look at their own namespace only.
 NAMESPACE2=strictgrade-2
+NAMESPACE3=strictgrade-3
+NAMESPACE4=strictgrade-4
 BRIDGE=sgk8s0
 POD_SUBNET=10.88.0.0/24
 SERVICE_RANGE=10.0.0.0/24
@@ -577,14 +579,14 @@ up() {
   wait_for kubelet "node $NODE to be Ready" node_ready
 
   local ns
-  for ns in "$NAMESPACE" "$NAMESPACE2"; do
+  for ns in "$NAMESPACE" "$NAMESPACE2" "$NAMESPACE3" "$NAMESPACE4"; do
     api POST /api/v1/namespaces "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}" >/dev/null ||
       die "could not create namespace $ns"
   done
   api POST /apis/node.k8s.io/v1/runtimeclasses \
     "{\"apiVersion\":\"node.k8s.io/v1\",\"kind\":\"RuntimeClass\",\"metadata\":{\"name\":\"$GVISOR_CLASS\"},\"handler\":\"$GVISOR_HANDLER\"}" >/dev/null ||
     die "could not create the RuntimeClass $GVISOR_CLASS"
-  for ns in "$NAMESPACE" "$NAMESPACE2"; do
+  for ns in "$NAMESPACE" "$NAMESPACE2" "$NAMESPACE3" "$NAMESPACE4"; do
     wait_for controller-manager "the default ServiceAccount in $ns" service_account_exists "$ns"
   done
   wait_for controller-manager "the default ServiceAccount in default" service_account_exists default
@@ -742,6 +744,8 @@ env_cmd() {
   printf 'export STRICTGRADE_CLUSTER_DIR=%q\n' "$STATE"
   printf 'export STRICTGRADE_CLUSTER_NAMESPACE=%q\n' "$NAMESPACE"
   printf 'export STRICTGRADE_CLUSTER_NAMESPACE2=%q\n' "$NAMESPACE2"
+  printf 'export STRICTGRADE_CLUSTER_NAMESPACE3=%q\n' "$NAMESPACE3"
+  printf 'export STRICTGRADE_CLUSTER_NAMESPACE4=%q\n' "$NAMESPACE4"
   printf 'export CONTAINERD_ADDRESS=%q\n' "$SOCK"
   printf 'export CONTAINERD_NAMESPACE=k8s.io\n'
   printf 'export STRICTGRADE_CLUSTER_GVISOR=%q\n' "$GVISOR_CLASS"
