@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,11 @@ import (
 
 // logReadTimeout bounds reading a container's logs after it stopped.
 const logReadTimeout = 30 * time.Second
+
+// followGrace is how long the follower of a finished workload's standard
+// output has to reach its end (the kubelet ends it once the container is
+// no longer running) before its count is taken as it is.
+const followGrace = 5 * time.Second
 
 // prepared is a pod whose loader has its volumes and waits for the go.
 type prepared struct {
@@ -303,18 +309,24 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	defer cancelRun()
 	outCap, killOnOver := p.stdoutCap()
 	overflow := make(chan struct{}, 1)
+	// Standard output is followed from here to the end: the log holds
+	// every byte from the first, so following it misses nothing, and the
+	// follower reads on across a rotation of the log, which a read after
+	// the end does not (it sees the last file alone). Only standard
+	// output, the graded stream, stops the pod at its cap.
+	followed := &followCount{max: outCap + 1, done: make(chan struct{})}
 	if killOnOver {
-		// Only standard output, the graded stream, stops the pod. The
-		// log holds every byte from the first, so following it from
-		// here misses nothing.
-		watchOut := &capbuf.Buffer{Max: outCap, OnOver: func() {
+		followed.onOver = func() {
 			select {
 			case overflow <- struct{}{}:
 			default:
 			}
-		}}
-		go func() { _ = b.readLog(runCtx, name, corev1.LogStreamStdout, true, outCap+1, watchOut) }()
+		}
 	}
+	go func() {
+		defer close(followed.done)
+		followed.err = b.readLog(runCtx, name, corev1.LogStreamStdout, true, outCap+1, followed)
+	}()
 	// An attach that fails while the workload still runs lost its input:
 	// the run cannot be graded. One that fails because the workload had
 	// already ended lost nothing it would have read. The runtime knows of
@@ -419,6 +431,13 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 		return nil, err
 	}
 	res.Stdout, res.StdoutTruncated = stdout.Result()
+	read := int64(len(res.Stdout))
+	if res.StdoutTruncated {
+		read++ // a byte past the cap was read, and dropped
+	}
+	if err := followed.check(ctx, name, read); err != nil {
+		return nil, err
+	}
 	res.Stderr, res.StderrTruncated = stderr.Result()
 	if cs.ImageID != "" {
 		res.ImageID = imageID(cs.ImageID)
@@ -555,4 +574,46 @@ func overran(pod *corev1.Pod, wall time.Duration) bool {
 		return false
 	}
 	return t.FinishedAt.Sub(t.StartedAt.Time) > wall+time.Second
+}
+
+// followCount counts what a follower of standard output read, up to max
+// bytes, and calls onOver, if set, when the count passes max-1 (the cap).
+type followCount struct {
+	max    int64
+	n      atomic.Int64
+	onOver func()
+	done   chan struct{}
+	err    error // the follower's, once done is closed
+}
+
+func (f *followCount) Write(b []byte) (int, error) {
+	n := f.n.Add(int64(len(b)))
+	if f.onOver != nil && n > f.max-1 {
+		f.onOver()
+	}
+	return len(b), nil
+}
+
+// check compares what was read of a finished workload's standard output
+// (read bytes, up to the cap and one more) with what its follower read.
+// The kubelet rotates a running container's log once it passes the
+// node's containerLogMaxSize (10 MiB unless configured), and a read after
+// the end then returns only the last file: the head of the output is
+// gone, and grading the tail could pass what the whole would fail. A
+// follower that read more than the final read holds is such a rotation,
+// and the run is an error of the node, not the workload's. The follower
+// is given followGrace to reach the end; one that does not (or broke)
+// and read no more than the final read cannot tell, and the read stands.
+func (f *followCount) check(ctx context.Context, name string, read int64) error {
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(followGrace):
+	}
+	if seen := min(f.n.Load(), f.max); seen > read {
+		return fmt.Errorf("kubernetes: standard output of pod %s: %d bytes were written and the log holds %d: the node rotated the log while the workload ran (its kubelet's containerLogMaxSize must exceed the output cap, %d bytes)",
+			name, seen, read, f.max-1)
+	}
+	return nil
 }
