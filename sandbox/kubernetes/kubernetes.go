@@ -46,8 +46,8 @@ type Config struct {
 	// a scheduler needs it); empty leaves pods to the scheduler.
 	NodeName string
 	// StartTimeout bounds how long a pod may take to be scheduled and to
-	// start a container; zero means 60s. A pod that never starts is an
-	// error after it.
+	// start a container; zero means 120s (a busy node has been seen to
+	// take more than 60 s). A pod that never starts is an error after it.
 	StartTimeout time.Duration
 	// ReportSlack is how long past a run's wall limit the backend still
 	// waits to see the workload end before it deletes the pod as a
@@ -172,7 +172,7 @@ func newBackend(ctx context.Context, cfg Config, rc *rest.Config, cli kubernetes
 		cfg.Namespace = "default"
 	}
 	if cfg.StartTimeout <= 0 {
-		cfg.StartTimeout = 60 * time.Second
+		cfg.StartTimeout = 120 * time.Second
 	}
 	if cfg.LostTimeout <= 0 {
 		cfg.LostTimeout = 20 * time.Second
