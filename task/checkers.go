@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/strictgrade/strictgrade/judge"
 	"github.com/strictgrade/strictgrade/schema"
@@ -244,11 +246,9 @@ func (t *Task) CheckCheckers() (*CheckerFindings, error) {
 	if f.Cases == 0 {
 		return f, nil
 	}
-	var runOutputs func(map[int][]byte, func(judge.CheckerUse)) (*schema.Verdict, error)
-	run := func(outputs map[int][]byte) (*schema.Verdict, error) {
-		return runOutputs(outputs, nil)
-	}
-	runOutputs = func(outputs map[int][]byte, onChecker func(judge.CheckerUse)) (*schema.Verdict, error) {
+	// judgeOutputs judges the outputs given, by case index; it is safe
+	// for concurrent use. run counts the runs, one goroutine at a time.
+	judgeOutputs := func(outputs map[int][]byte, onChecker func(judge.CheckerUse)) (*schema.Verdict, error) {
 		in := &judge.Input{
 			Meta: judge.Meta{Kind: kind, Verdict: schema.Verdict{
 				Schema:     schema.ID,
@@ -262,11 +262,13 @@ func (t *Task) CheckCheckers() (*CheckerFindings, error) {
 			OnChecker: onChecker,
 		}
 		for i, out := range outputs {
-			c := t.Cases.Cases[i]
-			in.Outputs[i] = candidateOutput(kind, c, out)
-			f.Runs++
+			in.Outputs[i] = candidateOutput(kind, t.Cases.Cases[i], out)
 		}
 		return judge.Judge(in)
+	}
+	run := func(outputs map[int][]byte) (*schema.Verdict, error) {
+		f.Runs += len(outputs)
+		return judgeOutputs(outputs, nil)
 	}
 
 	// Accept: the expected outputs.
@@ -340,34 +342,60 @@ func (t *Task) CheckCheckers() (*CheckerFindings, error) {
 		}
 	}
 
-	// Large: the largest outputs, each case judged on its own.
-	for _, sh := range largeShapes {
+	// Large: the largest outputs, each case judged on its own. The runs
+	// are independent and long (a checker may spend billions of fuel
+	// units on one), so they run on every CPU at once; the findings are
+	// then taken in their order, as if they had run one by one.
+	type largeRun struct {
+		bytes int
+		use   judge.CheckerUse
+		err   error
+	}
+	results := make([]largeRun, len(largeShapes)*len(checked))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for k, sh := range largeShapes {
+		for j, i := range checked {
+			wg.Add(1)
+			slots <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				c := t.Cases.Cases[i]
+				n := largest(t.Spec.Limits.withDefaults().OutputBytes, t.Cases.Comparator(c).CheckerReads())
+				var out []byte
+				if kind == schema.KindFunction {
+					out = sh.function(expectedOutput(kind, c), max(n-recordOverhead, 16))
+				} else {
+					out = sh.command(expectedOutput(kind, c), n)
+				}
+				r := &results[k*len(checked)+j]
+				r.bytes = len(out)
+				_, r.err = judgeOutputs(map[int][]byte{i: out}, func(u judge.CheckerUse) { r.use = u })
+			}()
+		}
+	}
+	wg.Wait()
+	for k, sh := range largeShapes {
 		p := CheckerProbe{Shape: sh.name}
-		for _, i := range checked {
+		for j, i := range checked {
 			c := t.Cases.Cases[i]
-			n := largest(t.Spec.Limits.withDefaults().OutputBytes, t.Cases.Comparator(c).CheckerReads())
-			var out []byte
-			if kind == schema.KindFunction {
-				out = sh.function(expectedOutput(kind, c), max(n-recordOverhead, 16))
-			} else {
-				out = sh.command(expectedOutput(kind, c), n)
-			}
-			p.Bytes = max(p.Bytes, len(out))
-			var use judge.CheckerUse
-			_, err := runOutputs(map[int][]byte{i: out}, func(u judge.CheckerUse) { use = u })
+			r := results[k*len(checked)+j]
+			f.Runs++
+			p.Bytes = max(p.Bytes, r.bytes)
 			switch {
-			case errors.Is(err, judge.ErrChecker):
-				f.Large = fmt.Sprintf("the checker failed on an output of %d bytes (%s), an ERROR any candidate could cause: %v", len(out), sh.name, err)
-			case err != nil:
-				return nil, err
+			case errors.Is(r.err, judge.ErrChecker):
+				f.Large = fmt.Sprintf("the checker failed on an output of %d bytes (%s), an ERROR any candidate could cause: %v", r.bytes, sh.name, r.err)
+			case r.err != nil:
+				return nil, r.err
 			}
-			if use.Used > p.Fuel || p.Case == "" {
-				p.Fuel, p.Case, p.Budget = use.Used, c.ID, use.Fuel
+			if r.use.Used > p.Fuel || p.Case == "" {
+				p.Fuel, p.Case, p.Budget = r.use.Used, c.ID, r.use.Fuel
 			}
-			if use.OutOfFuel {
+			if r.use.OutOfFuel {
 				p.OutOfFuel++
 				if f.Large == "" {
-					f.Large = fmt.Sprintf("the checker ran out of its fuel of %d on an output of %d bytes (%s) in case %s: a candidate's answer of that size would fail for its size alone", use.Fuel, len(out), sh.name, c.ID)
+					f.Large = fmt.Sprintf("the checker ran out of its fuel of %d on an output of %d bytes (%s) in case %s: a candidate's answer of that size would fail for its size alone", r.use.Fuel, r.bytes, sh.name, c.ID)
 				}
 			}
 			if f.Large != "" {

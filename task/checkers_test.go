@@ -70,6 +70,7 @@ func checkerTask(t *testing.T, spec string, module []byte, opts, cases string) *
 }
 
 func TestCheckCheckers(t *testing.T) {
+	t.Parallel()
 	wasm := testChecker(t)
 	cmdSpec := fmt.Sprintf(commandSpec, "")
 	for _, tt := range []struct {
@@ -112,6 +113,7 @@ func TestCheckCheckers(t *testing.T) {
 			expected: 1, runs: 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			tk := checkerTask(t, tt.spec, wasm, tt.opts, tt.cases)
 			f, err := tk.CheckCheckers()
 			if err != nil {
@@ -136,47 +138,56 @@ func TestCheckCheckers(t *testing.T) {
 // TestCheckCheckersToposort: the example's checker is fit; with an
 // expected order that is not a topological order it is not.
 func TestCheckCheckersToposort(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join("..", "examples", "toposort", "task")
-	tk, err := task.Load(t.Context(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := tk.CheckCheckers()
-	if err != nil || !f.Fit() || f.Cases != len(tk.Cases.Cases) || f.Expected != f.Cases || len(f.Probes) != 3 {
-		t.Fatalf("%+v %v", f, err)
-	}
-	for _, p := range f.Probes {
-		t.Logf("%+v", p) // the figures
-	}
-	dir := filepath.Join(t.TempDir(), "task")
-	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	cases := filepath.Join(dir, "hidden", task.CasesFile)
-	data, err := os.ReadFile(cases)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := strings.Replace(string(data), `"expected":[3,2,1,0]`, `"expected":[0,1,2,3]`, 1)
-	if bad == string(data) {
-		t.Fatal("the chain case is not in the example")
-	}
-	if err := os.WriteFile(cases, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if tk, err = task.Load(t.Context(), dir); err != nil {
-		t.Fatal(err)
-	}
-	f, err = tk.CheckCheckers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The example's checker refuses a case whose expected order is not
-	// valid: a checker failure on the expected output.
-	if want := "the checker failed on an expected output: judge: checker failed: module checker.wasm sha256 "; !strings.HasPrefix(f.Accept, want) ||
-		!strings.Contains(f.Accept, "case chain: exited with status 3") {
-		t.Errorf("%+v\nwant accept %q", f, want)
-	}
+	// The two checks are independent (and each long under -race).
+	t.Run("fit", func(t *testing.T) {
+		t.Parallel()
+		tk, err := task.Load(t.Context(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := tk.CheckCheckers()
+		if err != nil || !f.Fit() || f.Cases != len(tk.Cases.Cases) || f.Expected != f.Cases || len(f.Probes) != 3 {
+			t.Fatalf("%+v %v", f, err)
+		}
+		for _, p := range f.Probes {
+			t.Logf("%+v", p) // the figures
+		}
+	})
+	t.Run("an expected order that is not one", func(t *testing.T) {
+		t.Parallel()
+		dir := filepath.Join(t.TempDir(), "task")
+		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		cases := filepath.Join(dir, "hidden", task.CasesFile)
+		data, err := os.ReadFile(cases)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := strings.Replace(string(data), `"expected":[3,2,1,0]`, `"expected":[0,1,2,3]`, 1)
+		if bad == string(data) {
+			t.Fatal("the chain case is not in the example")
+		}
+		if err := os.WriteFile(cases, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := task.Load(t.Context(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := tk.CheckCheckers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The example's checker refuses a case whose expected order is
+		// not valid: a checker failure on the expected output.
+		if want := "the checker failed on an expected output: judge: checker failed: module checker.wasm sha256 "; !strings.HasPrefix(f.Accept, want) ||
+			!strings.Contains(f.Accept, "case chain: exited with status 3") {
+			t.Errorf("%+v\nwant accept %q", f, want)
+		}
+	})
 }
 
 // Issue 29, item 4: task check proves a checker on outputs as large as

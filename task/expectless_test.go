@@ -9,6 +9,7 @@ import (
 // though the format implied it was allowed), and task check's checker
 // probes take it: nothing to accept, wrong outputs still to reject.
 func TestCheckerCaseWithoutExpected(t *testing.T) {
+	t.Parallel()
 	tk := checkerTask(t, functionSpec, testChecker(t), "", `{"id":"a","args":["equal"]},{"id":"b","args":["equal"],"expected":[1]}`)
 	if tk.Cases.Cases[0].Expected != nil {
 		t.Errorf("case a's expected is %s, want none", tk.Cases.Cases[0].Expected)
