@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strictgrade/strictgrade/judge"
 	"github.com/strictgrade/strictgrade/schema"
@@ -346,12 +347,17 @@ func (t *Task) CheckCheckers() (*CheckerFindings, error) {
 	// are independent and long (a checker may spend billions of fuel
 	// units on one), so they run on every CPU at once; the findings are
 	// then taken in their order, as if they had run one by one.
+	// Runs start in order; once one has found a fault (which ends the
+	// findings there), the later ones are not started, as the check one
+	// by one would not have run them.
 	type largeRun struct {
-		bytes int
-		use   judge.CheckerUse
-		err   error
+		bytes   int
+		use     judge.CheckerUse
+		err     error
+		skipped bool
 	}
 	results := make([]largeRun, len(largeShapes)*len(checked))
+	var found atomic.Bool
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for k, sh := range largeShapes {
@@ -361,6 +367,11 @@ func (t *Task) CheckCheckers() (*CheckerFindings, error) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-slots }()
+				r := &results[k*len(checked)+j]
+				if found.Load() {
+					r.skipped = true
+					return
+				}
 				c := t.Cases.Cases[i]
 				n := largest(t.Spec.Limits.withDefaults().OutputBytes, t.Cases.Comparator(c).CheckerReads())
 				var out []byte
@@ -369,9 +380,11 @@ func (t *Task) CheckCheckers() (*CheckerFindings, error) {
 				} else {
 					out = sh.command(expectedOutput(kind, c), n)
 				}
-				r := &results[k*len(checked)+j]
 				r.bytes = len(out)
 				_, r.err = judgeOutputs(map[int][]byte{i: out}, func(u judge.CheckerUse) { r.use = u })
+				if r.err != nil || r.use.OutOfFuel {
+					found.Store(true)
+				}
 			}()
 		}
 	}
@@ -381,6 +394,10 @@ func (t *Task) CheckCheckers() (*CheckerFindings, error) {
 		for j, i := range checked {
 			c := t.Cases.Cases[i]
 			r := results[k*len(checked)+j]
+			if r.skipped {
+				// Started after a fault that comes before it.
+				return nil, fmt.Errorf("task: check of %s: a large-output run was skipped before the fault that stopped them", c.ID)
+			}
 			f.Runs++
 			p.Bytes = max(p.Bytes, r.bytes)
 			switch {
