@@ -152,7 +152,10 @@ func TestAssertAppliedCatchesWeakening(t *testing.T) {
 			h.OomKillDisable = &v
 		},
 		"log driver": func(c *container.Config, h *container.HostConfig, r *container.InspectResponse) {
-			h.LogConfig.Type = "none"
+			h.LogConfig.Type = "json-file"
+		},
+		"log driver options": func(c *container.Config, h *container.HostConfig, r *container.InspectResponse) {
+			h.LogConfig.Config = map[string]string{"max-size": "1g"}
 		},
 		"tmpfs": func(c *container.Config, h *container.HostConfig, r *container.InspectResponse) {
 			h.Tmpfs = map[string]string{"/tmp": "rw"}
