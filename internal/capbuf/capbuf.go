@@ -2,10 +2,13 @@
 // output streams in.
 package capbuf
 
-import (
-	"bytes"
-	"sync"
-)
+import "sync"
+
+// pieceSize is the size of the pieces a Buffer keeps its bytes in. A
+// buffer that doubled as it grew would copy a large output several times
+// over and hold up to twice its size in spare room; pieces are written
+// once and joined once, by Result.
+const pieceSize = 256 << 10
 
 // Buffer keeps the first Max bytes written to it and drops the rest, never
 // failing a write, so the stream feeding it is always drained. OnOver, when
@@ -16,35 +19,54 @@ type Buffer struct {
 	OnOver func()
 
 	mu        sync.Mutex
-	buf       bytes.Buffer
+	pieces    [][]byte // every piece but the last is full
+	n         int64    // bytes kept
 	truncated bool
 }
 
 func (c *Buffer) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	room := c.Max - int64(c.buf.Len())
-	if int64(len(p)) > room {
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
+	written := len(p)
+	if room := c.Max - c.n; int64(len(p)) > room {
+		p = p[:max(room, 0)]
 		if !c.truncated {
 			c.truncated = true
 			if c.OnOver != nil {
 				c.OnOver()
 			}
 		}
-		return len(p), nil
 	}
-	c.buf.Write(p)
-	return len(p), nil
+	for len(p) > 0 {
+		last := len(c.pieces) - 1
+		if last < 0 || len(c.pieces[last]) == cap(c.pieces[last]) {
+			// A piece no larger than what the buffer may still keep, so
+			// that a small cap costs a small buffer.
+			size := min(int64(pieceSize), c.Max-c.n)
+			c.pieces = append(c.pieces, make([]byte, 0, size))
+			last++
+		}
+		piece := c.pieces[last]
+		k := min(len(p), cap(piece)-len(piece))
+		c.pieces[last] = append(piece, p[:k]...)
+		c.n += int64(k)
+		p = p[k:]
+	}
+	return written, nil
 }
 
 // Result returns a copy of what was kept and whether anything was dropped.
 func (c *Buffer) Result() ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return bytes.Clone(c.buf.Bytes()), c.truncated
+	if c.n == 0 {
+		return nil, c.truncated
+	}
+	out := make([]byte, 0, c.n)
+	for _, piece := range c.pieces {
+		out = append(out, piece...)
+	}
+	return out, c.truncated
 }
 
 // Truncated reports whether a write has passed Max.
