@@ -183,3 +183,68 @@ func TestCPUStarvation(t *testing.T) {
 		t.Log(err)
 	})
 }
+
+// TestOutputWaitIsTheHosts: a workload that writes faster than the host
+// reads its output sleeps in its write, and that sleep is the host's
+// (pipewait.go). The backend here drains standard output at 1 MiB/s, as a
+// host too busy to keep up: 6 MiB take some 6 s to drain, past the
+// backstop of 3 s of a budget of half a second, and the workload still
+// ends on its own with its whole output. A sleeper on the same backend
+// meets the backstop, and output past the cap is still the output limit.
+func TestOutputWaitIsTheHosts(t *testing.T) {
+	t.Parallel()
+	run := newRun(t) // first: its check runs after d has closed
+	d, err := engine.NewDocker(t.Context(), engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	d.SlowOutput(1 << 20)
+	const budget = 500 * time.Millisecond
+	runOn := func(t *testing.T, kill bool, args ...string) *engine.Result {
+		t.Helper()
+		spec := probe(run, args...)
+		spec.Limits.CPU = budget
+		spec.Limits.StdoutBytes = 8 << 20
+		spec.Limits.KillOnOutputLimit = kill
+		res, err := d.Run(t.Context(), spec)
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return res
+	}
+	t.Run("writer", func(t *testing.T) {
+		t.Parallel()
+		res := runOn(t, true, "spew", strconv.Itoa(6<<20))
+		if res.Exit != engine.ExitExited || res.Code != 0 || len(res.Stdout) != 6<<20 {
+			t.Fatalf("exit %s code %d limit %q, %d bytes of output after %v: want its whole output, its own exit", res.Exit, res.Code, res.Limit, len(res.Stdout), res.Duration)
+		}
+		if res.Duration < sandbox.Backstop(budget) {
+			t.Fatalf("drained in %v, within the backstop %v: the test slowed nothing", res.Duration, sandbox.Backstop(budget))
+		}
+	})
+	t.Run("sleeper", func(t *testing.T) {
+		t.Parallel()
+		res := runOn(t, true, "sleep", "60s")
+		if res.Exit != engine.ExitTimeout || res.Limit != sandbox.LimitWall {
+			t.Fatalf("exit %s limit %q after %v, want the backstop", res.Exit, res.Limit, res.Duration)
+		}
+	})
+	t.Run("past the cap", func(t *testing.T) {
+		t.Parallel()
+		res := runOn(t, true, "spew", strconv.Itoa(12<<20))
+		if res.Exit != engine.ExitOutputLimit {
+			t.Fatalf("exit %s limit %q after %v, want the output limit", res.Exit, res.Limit, res.Duration)
+		}
+	})
+	// Past a cap that only drops what comes, the waits stop counting: the
+	// writer that goes on meets the backstop, some 3 s after its first
+	// 8 MiB were read (some 8 s), with its own writes since then counted.
+	t.Run("past a cap that drops", func(t *testing.T) {
+		t.Parallel()
+		res := runOn(t, false, "spew", strconv.Itoa(64<<20))
+		if res.Exit != engine.ExitTimeout || res.Limit != sandbox.LimitWall || !res.StdoutTruncated {
+			t.Fatalf("exit %s limit %q truncated %v after %v, want the backstop", res.Exit, res.Limit, res.StdoutTruncated, res.Duration)
+		}
+	})
+}

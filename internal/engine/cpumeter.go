@@ -48,6 +48,13 @@ type cpuMeter struct {
 	waited, base map[int]time.Duration
 	idle0        map[int]time.Duration // each CPU's idle time when the run began
 	began        time.Time             // when those were read
+	// out is how long each thread has waited for the host to read its
+	// output (pipewait.go).
+	out pipeWaits
+	// ended is when the meter first found the cgroup without a process
+	// (or gone): the workload has ended, and what follows (the daemon
+	// draining its output before it reports the exit) is the host's time.
+	ended time.Time
 }
 
 // openMeter finds the cgroup of the container whose first process is pid,
@@ -86,7 +93,7 @@ func openMeter(pid int, id string) (*cpuMeter, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	m := &cpuMeter{waited: map[int]time.Duration{}, base: map[int]time.Duration{}}
+	m := &cpuMeter{waited: map[int]time.Duration{}, base: map[int]time.Duration{}, out: pipeWaits{pipes: outputPipes(pid)}}
 	switch {
 	case v1 != "" && strings.Contains(v1, id):
 		for _, mount := range []string{"cpuacct", "cpu,cpuacct", "cpuacct,cpu"} {
@@ -114,6 +121,11 @@ func openMeter(pid int, id string) (*cpuMeter, error) {
 		return nil, fmt.Errorf("engine: no cgroup of container %.12s found from process %d", id, pid)
 	}
 	if _, err := m.usage(); err != nil {
+		return nil, err
+	}
+	// A tasks file the meter cannot read later means the cgroup is gone
+	// (the workload has ended): it must be readable now.
+	if _, err := os.ReadFile(m.tasks); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -157,25 +169,51 @@ func (m *cpuMeter) begin() {
 	maps.Copy(m.base, m.waited)
 	m.idle0 = cpuIdle()
 	m.began = time.Now()
+	m.out.last = m.began
+	m.out.waited = nil
 }
 
-// sample reads the run-queue delay of every thread in the cgroup now. A
-// cgroup that is gone (the container ended) leaves the last values.
+// sample reads the run-queue delay of every thread in the cgroup now, and
+// which of them sleep writing into the container's output pipes. A cgroup
+// that is gone (the container ended) leaves the last values.
 func (m *cpuMeter) sample() {
+	now := time.Now()
 	b, err := os.ReadFile(m.tasks)
-	if err != nil {
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		if m.ended.IsZero() {
+			m.ended = now
+		}
 		return
 	}
+	var tids []int
 	for _, f := range bytes.Fields(b) {
 		tid, err := strconv.Atoi(string(f))
 		if err != nil {
 			continue
 		}
+		tids = append(tids, tid)
 		if w, ok := runDelay(tid); ok {
 			m.waited[tid] = w
 		}
 	}
+	m.out.sample(tids, now)
 }
+
+// own is the part of the time from start to now that was the workload's
+// own: up to its end, if it has ended, less the longest wait of one of its
+// threads for the grader to read its output. The wall-clock backstop
+// counts this, not the time the host took.
+func (m *cpuMeter) own(start, now time.Time) time.Duration {
+	if !m.ended.IsZero() && m.ended.Before(now) {
+		now = m.ended
+	}
+	return now.Sub(start) - m.outputWait()
+}
+
+// outputWait is the longest any one thread has slept writing into the
+// container's output pipes since the run began, while the grader read them
+// (pipewait.go): time the host held the workload back.
+func (m *cpuMeter) outputWait() time.Duration { return m.out.most() }
 
 // maxWaited is the longest any one thread has waited for a CPU since the
 // run began (a thread that began later counts from its start).

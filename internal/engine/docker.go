@@ -53,11 +53,15 @@ type Docker struct {
 	// cpuset pins every sandbox to these CPUs ("0", "0-1"); empty for
 	// all. Only the tests set it (PinTo), to starve a sandbox on one CPU
 	// while the others run on.
-	cpuset  string
-	log     *slog.Logger
-	info    PreflightInfo
-	loaderM sync.Mutex
-	loader  string // image ID of the loader image, once made
+	cpuset string
+	// outputRate, when set, slows the reading of every sandbox's standard
+	// output to that many bytes a second. Only the tests set it
+	// (SlowOutput), to stand in for a host too busy to drain the stream.
+	outputRate int64
+	log        *slog.Logger
+	info       PreflightInfo
+	loaderM    sync.Mutex
+	loader     string // image ID of the loader image, once made
 	// poolRun labels what the backend makes for itself rather than for a
 	// run: pooled sandboxes and the container that fills the sginit volume.
 	poolRun string

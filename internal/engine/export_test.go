@@ -6,6 +6,10 @@ import "context"
 // listed ("0").
 func (d *Docker) PinTo(cpus string) { d.cpuset = cpus }
 
+// SlowOutput reads every sandbox's standard output the backend runs from
+// now on at rate bytes a second, as a host too busy to drain it would.
+func (d *Docker) SlowOutput(rate int64) { d.outputRate = rate }
+
 // ParseCPUList is parseCPUList.
 func ParseCPUList(s string) []int { return parseCPUList(s) }
 

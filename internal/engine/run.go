@@ -314,7 +314,11 @@ func (p *Prepared) arm(ctx context.Context) (*armed, error) {
 	}
 	a.stdout = &capbuf.Buffer{Max: outCap, OnOver: signalOver}
 	a.stderr = &capbuf.Buffer{Max: errCap}
-	go func() { a.copyDone <- demux(att.Reader, a.stdout, a.stderr, nil) }()
+	var stdout io.Writer = a.stdout
+	if d.outputRate > 0 {
+		stdout = &slowWriter{w: a.stdout, rate: d.outputRate}
+	}
+	go func() { a.copyDone <- demux(att.Reader, stdout, a.stderr, nil) }()
 	if err := d.startContainer(ctx, id); err != nil {
 		a.release()
 		return nil, fmt.Errorf("engine: start: %w", err)
@@ -419,6 +423,7 @@ func (p *Prepared) drive(ctx context.Context) (*Result, error) {
 			m = nil
 			wall = sandbox.Unmetered(lim.CPU)
 		} else {
+			m.out.counting = func() bool { return !a.stdout.Truncated() && !a.stderr.Truncated() }
 			m.begin()
 			t := time.NewTicker(meterTick(lim.CPU))
 			defer t.Stop()
@@ -467,13 +472,23 @@ wait:
 						res.Limit = sandbox.LimitCPU
 						break
 					}
-					// Starved by the host: the backstop stretches, up to
-					// its limit, so that the budget decides.
+					// Held back by the host, the backstop stretches, up to
+					// its limit, so that the budget decides: by the time
+					// that was not the workload's own (it slept waiting for
+					// the grader to read its output, or it has ended and
+					// the daemon is still draining that output); and while
+					// the host starves it of CPU, by a backstop at a time.
 					elapsed := time.Since(start)
-					if elapsed < stretched && m.starved() {
-						killedFor, res.Limit = "", ""
-						timer.Reset(min(wall, stretched-elapsed))
-						continue wait
+					if elapsed < stretched {
+						rest := wall - m.own(start, time.Now())
+						if rest <= 0 && m.starved() {
+							rest = wall
+						}
+						if rest > 0 {
+							killedFor, res.Limit = "", ""
+							timer.Reset(min(max(rest, meterTick(lim.CPU)), stretched-elapsed))
+							continue wait
+						}
 					}
 				}
 			}
@@ -494,10 +509,13 @@ wait:
 		// the last reading stands).
 		spent()
 		res.CPU, res.Waited, res.CPUMeasured = used, m.maxWaited(), true
-		if res.Limit == sandbox.LimitWall && m.starved() {
+		// At the end of the stretch, a run the host still held back (it
+		// starved it, or the workload's own time was under the backstop)
+		// says nothing about the workload.
+		if res.Limit == sandbox.LimitWall && (m.starved() || m.own(start, start.Add(res.Duration)) < wall) {
 			idle, _ := m.idleSince()
-			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time; a thread of it waited %v for a CPU, and its CPUs were idle %v in all",
-				sandbox.ErrOverloaded, id, res.Duration.Round(time.Millisecond), wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond), idle.Round(time.Millisecond))
+			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time; a thread of it waited %v for a CPU and %v for the grader to read its output, and its CPUs were idle %v in all",
+				sandbox.ErrOverloaded, id, res.Duration.Round(time.Millisecond), wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond), m.outputWait().Round(time.Millisecond), idle.Round(time.Millisecond))
 		}
 	}
 	if status.Error != nil {
@@ -606,4 +624,15 @@ func (d *Docker) kill(ctx context.Context, id string, waitC <-chan container.Wai
 	case <-kctx.Done():
 		return container.WaitResponse{}, errors.New("engine: no exit reported after SIGKILL")
 	}
+}
+
+// slowWriter passes writes on at rate bytes a second (Docker.outputRate).
+type slowWriter struct {
+	w    io.Writer
+	rate int64
+}
+
+func (s *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(time.Duration(int64(len(p)) * int64(time.Second) / s.rate))
+	return s.w.Write(p)
 }

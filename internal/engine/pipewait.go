@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+)
+
+// A workload that writes its standard output or error faster than the
+// grader reads them sleeps in a write on the container's pipe until the
+// reader (the runtime's shim, the daemon and this process, all on the
+// host) catches up. That sleep is the host's, not the workload's: on a
+// busy host the reader falls behind and a workload that would have ended
+// in time on a quiet one meets its wall-clock backstop while it waits. So
+// the meter counts, per thread, the time it finds the thread asleep in
+// such a write, and the backstop does not count it as the workload's own
+// (see drive). Only writes into the container's own two pipes count: a
+// pipe the workload made for itself is its own business. And only while
+// both streams are under their caps: past a cap the grader reads and
+// drops what comes (standard error) or stops the container (standard
+// output), so a writer that goes on is the workload's own doing, and its
+// wait at most the drain of one cap's worth of bytes.
+
+// outputWrites maps, on the architectures whose numbers are listed, each
+// system call that can write into a pipe to the index of its argument
+// that names the file descriptor written. A call not listed (a 32-bit
+// compatibility call, say) is never counted: the workload only loses the
+// allowance.
+var outputWrites = map[string]map[int64]int{
+	"amd64": {1: 0, 20: 0, 40: 0, 275: 2, 278: 0, 328: 0}, // write writev sendfile splice vmsplice pwritev2
+	"arm64": {64: 0, 66: 0, 71: 0, 76: 2, 75: 0, 287: 0},  // write writev sendfile splice vmsplice pwritev2
+}[runtime.GOARCH]
+
+// outputPipes returns the pipes a container's first process has as its
+// standard output and error ("pipe:[INODE]", as /proc shows them); nil
+// when there are none or they cannot be read.
+func outputPipes(pid int) []string {
+	var out []string
+	for _, fd := range []string{"1", "2"} {
+		link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + fd)
+		if err == nil && bytes.HasPrefix([]byte(link), []byte("pipe:[")) {
+			out = append(out, link)
+		}
+	}
+	return out
+}
+
+// writingTo reports whether thread tid is asleep in a system call writing
+// into one of pipes. /proc/TID/syscall names the call and its arguments
+// while the thread is blocked in it and says "running" otherwise; reading
+// it needs the right to trace the thread, and a thread that cannot be
+// read is not counted.
+func writingTo(tid int, pipes []string) bool {
+	if len(pipes) == 0 || outputWrites == nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/syscall")
+	if err != nil {
+		return false
+	}
+	f := bytes.Fields(b)
+	if len(f) < 7 {
+		return false // "running", or blocked outside a system call
+	}
+	nr, err := strconv.ParseInt(string(f[0]), 10, 64)
+	if err != nil {
+		return false
+	}
+	arg, ok := outputWrites[nr]
+	if !ok {
+		return false
+	}
+	fd, err := strconv.ParseUint(string(bytes.TrimPrefix(f[1+arg], []byte("0x"))), 16, 32)
+	if err != nil {
+		return false
+	}
+	link, err := os.Readlink("/proc/" + strconv.Itoa(tid) + "/fd/" + strconv.FormatUint(fd, 10))
+	if err != nil {
+		return false
+	}
+	for _, p := range pipes {
+		if link == p {
+			return true
+		}
+	}
+	return false
+}
+
+// pipeWaits accumulates, per thread, the time it was found asleep writing
+// into the container's output pipes, sample by sample: a thread found
+// asleep there is counted for the time since the sample before.
+type pipeWaits struct {
+	pipes []string
+	// counting says whether the waits still count (both streams under
+	// their caps); nil counts always.
+	counting func() bool
+	last     time.Time
+	waited   map[int]time.Duration
+}
+
+// sample looks at the threads tids now.
+func (w *pipeWaits) sample(tids []int, now time.Time) {
+	since := now.Sub(w.last)
+	w.last = now
+	if len(w.pipes) == 0 || since <= 0 || (w.counting != nil && !w.counting()) {
+		return
+	}
+	for _, tid := range tids {
+		if writingTo(tid, w.pipes) {
+			if w.waited == nil {
+				w.waited = map[int]time.Duration{}
+			}
+			w.waited[tid] += since
+		}
+	}
+}
+
+// most is the longest any one thread has waited on the pipes.
+func (w *pipeWaits) most() time.Duration {
+	var m time.Duration
+	for _, d := range w.waited {
+		m = max(m, d)
+	}
+	return m
+}
