@@ -72,10 +72,9 @@ func main() {
 		} else {
 			answer("reject")
 		}
-	case "empty": // fails on an empty output
+	case "empty": // fails on an empty output (exits 3, whatever the clock)
 		if len(in.Output) == 0 || string(in.Output) == "null" {
-			for {
-			}
+			os.Exit(3)
 		}
 		answer("accept")
 	case "slow": // the expected output; quadratic in the output's length
