@@ -67,22 +67,24 @@ func TestOutputPipeWait(t *testing.T) {
 	}
 
 	on := true
-	pw := pipeWaits{pipes: []string{pipe}, counting: func() bool { return on }, last: time.Now()}
+	pw := heldTime{pipes: []string{pipe}, counting: func() bool { return on }}
+	pw.reset(nil, time.Now())
 	time.Sleep(100 * time.Millisecond)
-	pw.sample([]int{pid}, time.Now())
+	pw.sample([]int{pid}, nil, time.Now())
 	if got := pw.most(); got < 100*time.Millisecond {
 		t.Errorf("counted %v of a wait of at least 100 ms", got)
 	}
 	counted := pw.most()
 	on = false // a stream past its cap
 	time.Sleep(50 * time.Millisecond)
-	pw.sample([]int{pid}, time.Now())
+	pw.sample([]int{pid}, nil, time.Now())
 	if pw.most() != counted {
 		t.Errorf("past the cap the wait still counts: %v, was %v", pw.most(), counted)
 	}
-	mine := pipeWaits{pipes: []string{elsewhere}, last: time.Now()}
+	mine := heldTime{pipes: []string{elsewhere}}
+	mine.reset(nil, time.Now())
 	time.Sleep(20 * time.Millisecond)
-	mine.sample([]int{pid}, time.Now())
+	mine.sample([]int{pid}, nil, time.Now())
 	if mine.most() != 0 {
 		t.Errorf("a wait on another pipe counted %v", mine.most())
 	}
@@ -93,5 +95,52 @@ func TestOutputPipeWait(t *testing.T) {
 	done = true
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHeldTimeRunning: the time a thread runs or waits for a CPU is not
+// its own sleep, and is counted as its schedstat gives it, whatever the
+// streams: a busy loop is on a CPU or on a run queue all the time, a
+// sleeper almost never.
+func TestHeldTimeRunning(t *testing.T) {
+	start := func(script string) int {
+		cmd := exec.Command("/bin/sh", "-c", script)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		return cmd.Process.Pid
+	}
+	spinner, sleeper := start("while :; do :; done"), start("exec sleep 60")
+	ran := func() map[int]time.Duration {
+		out := map[int]time.Duration{}
+		for _, pid := range []int{spinner, sleeper} {
+			onCPU, delay, ok := schedStat(pid)
+			if !ok {
+				t.Skip("no schedstat on this kernel")
+			}
+			out[pid] = onCPU + delay
+		}
+		return out
+	}
+	// Counting off, as past a cap: running time counts all the same.
+	w := heldTime{counting: func() bool { return false }}
+	began := time.Now()
+	w.reset(ran(), began)
+	time.Sleep(200 * time.Millisecond)
+	now := time.Now()
+	w.sample([]int{spinner, sleeper}, ran(), now)
+	elapsed := now.Sub(began)
+	if got := w.held[spinner]; got < elapsed/2 || got > elapsed*3/2 {
+		t.Errorf("a busy loop counted %v of %v", got, elapsed)
+	}
+	if got := w.held[sleeper]; got > elapsed/4 {
+		t.Errorf("a sleeper counted %v of %v as not its own sleep", got, elapsed)
+	}
+	if w.most() != w.held[spinner] {
+		t.Errorf("most %v, want the busy loop's %v", w.most(), w.held[spinner])
 	}
 }
