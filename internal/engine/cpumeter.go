@@ -48,10 +48,9 @@ type cpuMeter struct {
 	waited, base map[int]time.Duration
 	idle0        map[int]time.Duration // each CPU's idle time when the run began
 	began        time.Time             // when those were read
-	// held is how much of each thread's time was not its own sleep: it
-	// ran, waited for a CPU, or waited for the host to read its output
-	// (pipewait.go).
-	held heldTime
+	// out is how long the container has waited for the host to read its
+	// output (pipewait.go).
+	out pipeWaits
 	// ended is when the meter first found the cgroup without a process
 	// (or gone): the workload has ended, and what follows (the daemon
 	// draining its output before it reports the exit) is the host's time.
@@ -94,7 +93,7 @@ func openMeter(pid int, id string) (*cpuMeter, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	m := &cpuMeter{waited: map[int]time.Duration{}, base: map[int]time.Duration{}, held: heldTime{pipes: outputPipes(pid)}}
+	m := &cpuMeter{waited: map[int]time.Duration{}, base: map[int]time.Duration{}, out: pipeWaits{pipes: outputPipes(pid)}}
 	switch {
 	case v1 != "" && strings.Contains(v1, id):
 		for _, mount := range []string{"cpuacct", "cpu,cpuacct", "cpuacct,cpu"} {
@@ -166,73 +165,55 @@ func readUsageUsec(file string) (time.Duration, error) {
 // begin takes the readings a run is measured from: each thread's
 // run-queue delay and each CPU's idle time so far.
 func (m *cpuMeter) begin() {
-	ran := m.read()
+	m.sample()
 	maps.Copy(m.base, m.waited)
 	m.idle0 = cpuIdle()
 	m.began = time.Now()
-	m.held.reset(ran, m.began)
+	m.out.last = m.began
+	m.out.waited = 0
 }
 
-// sample reads the schedstat of every thread in the cgroup now, and which
-// of them sleep writing into the container's output pipes. A cgroup that
-// is gone (the container ended) leaves the last values.
+// sample reads the run-queue delay of every thread in the cgroup now, and
+// which of them sleep writing into the container's output pipes. A cgroup
+// that is gone (the container ended) leaves the last values.
 func (m *cpuMeter) sample() {
 	now := time.Now()
-	tids, ran := m.threads(now)
-	if tids != nil {
-		m.held.sample(tids, ran, now)
-	}
-}
-
-// read reads every thread's schedstat without counting anything: each
-// thread's running and runnable time so far.
-func (m *cpuMeter) read() map[int]time.Duration {
-	_, ran := m.threads(time.Now())
-	return ran
-}
-
-// threads lists the cgroup's threads, keeps each one's run-queue delay,
-// and returns each one's running and runnable time so far; nil threads
-// when the cgroup holds none (the workload has ended at now, or before).
-func (m *cpuMeter) threads(now time.Time) ([]int, map[int]time.Duration) {
 	b, err := os.ReadFile(m.tasks)
 	if err != nil || len(bytes.TrimSpace(b)) == 0 {
 		if m.ended.IsZero() {
 			m.ended = now
 		}
-		return nil, nil
+		return
 	}
 	var tids []int
-	ran := map[int]time.Duration{}
 	for _, f := range bytes.Fields(b) {
 		tid, err := strconv.Atoi(string(f))
 		if err != nil {
 			continue
 		}
 		tids = append(tids, tid)
-		if onCPU, delay, ok := schedStat(tid); ok {
-			m.waited[tid] = delay
-			ran[tid] = onCPU + delay
+		if w, ok := runDelay(tid); ok {
+			m.waited[tid] = w
 		}
 	}
-	return tids, ran
+	m.out.sample(tids, now)
 }
 
 // own is the part of the time from start to now that was the workload's
-// own sleep: up to its end, if it has ended, less the most time of one of
-// its threads that was not its sleep (it ran, waited for a CPU, or waited
-// for the grader to read its output). The wall-clock backstop counts
-// this, not the time the host took or the budget's.
+// own: up to its end, if it has ended, less the time it waited for the
+// grader to read its output. The wall-clock backstop
+// counts this, not the time the host took.
 func (m *cpuMeter) own(start, now time.Time) time.Duration {
 	if !m.ended.IsZero() && m.ended.Before(now) {
 		now = m.ended
 	}
-	return now.Sub(start) - m.notOwn()
+	return now.Sub(start) - m.outputWait()
 }
 
-// notOwn is the most time of one thread since the run began that was not
-// its own sleep (pipewait.go).
-func (m *cpuMeter) notOwn() time.Duration { return m.held.most() }
+// outputWait is how long a thread of the container has been asleep writing
+// into its output pipes since the run began, while the grader read them
+// (pipewait.go): time the host held the workload back.
+func (m *cpuMeter) outputWait() time.Duration { return m.out.total() }
 
 // maxWaited is the longest any one thread has waited for a CPU since the
 // run began (a thread that began later counts from its start).
@@ -339,24 +320,22 @@ func parseCPUList(s string) []int {
 	return out
 }
 
-// schedStat reads the first two fields of /proc/TID/schedstat: the time
-// the thread has spent on a CPU, and runnable but waiting for one, in
-// nanoseconds.
-func schedStat(tid int) (onCPU, delay time.Duration, ok bool) {
+// runDelay reads the second field of /proc/TID/schedstat: the time the
+// thread has spent runnable but waiting for a CPU, in nanoseconds.
+func runDelay(tid int) (time.Duration, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/schedstat")
 	if err != nil {
-		return 0, 0, false
+		return 0, false
 	}
 	f := bytes.Fields(b)
 	if len(f) < 2 {
-		return 0, 0, false
+		return 0, false
 	}
-	run, err1 := strconv.ParseInt(string(f[0]), 10, 64)
-	wait, err2 := strconv.ParseInt(string(f[1]), 10, 64)
-	if err1 != nil || err2 != nil || run < 0 || wait < 0 {
-		return 0, 0, false
+	n, err := strconv.ParseInt(string(f[1]), 10, 64)
+	if err != nil {
+		return 0, false
 	}
-	return time.Duration(run), time.Duration(wait), true
+	return time.Duration(n), true
 }
 
 // meterTick is how often a run with a CPU budget reads its meter: a

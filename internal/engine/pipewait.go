@@ -2,29 +2,35 @@ package engine
 
 import (
 	"bytes"
-	"maps"
 	"os"
 	"runtime"
 	"strconv"
 	"time"
 )
 
-// The wall-clock backstop of a CPU-time budget is there to stop a
-// workload that sleeps: one that runs spends its budget, which decides.
-// So the backstop counts only a thread's own sleep, and the time it ran or
-// waited on a run queue is not that (a spinner the host leaves no CPU to
-// is the host's to answer for, and the budget bounds what its own threads
-// can make each other wait). Nor is a sleep in a write into the
-// container's output pipes: a workload that writes its standard output or
-// error faster than the grader reads them sleeps there until the reader
-// (the runtime's shim, the daemon and this process, all on the host)
-// catches up, and on a busy host the reader falls behind. Only writes into
-// the container's own two pipes count: a pipe the workload made for
-// itself is its own business. And only while both streams are under their
-// caps: past a cap the grader reads and drops what comes (standard error)
-// or stops the container (standard output), so a writer that goes on is
-// the workload's own doing, and its wait at most the drain of one cap's
-// worth of bytes.
+// A workload that writes its standard output or error faster than the
+// grader reads them sleeps in a write on the container's pipe until the
+// reader (the runtime's shim, the daemon and this process, all on the
+// host) catches up. That sleep is the host's, not the workload's: on a
+// busy host the reader falls behind and a workload that would have ended
+// in time on a quiet one meets its wall-clock backstop while it waits. So
+// the meter counts the time it finds a thread of the container asleep in
+// such a write, and the backstop does not count it as the workload's own
+// (see drive).
+//
+// The interval between two readings is counted once, to the container,
+// when any of its threads is found in such a write, never per thread: a
+// runtime that moves its goroutines between threads (Go's does) splits one
+// writer's waits over several threads, and the longest wait of one thread
+// took only a part of them (a CI run at 92% busy counted 4 s of a writer's
+// 7 s of waiting, split over two threads, and the writer met its backstop
+// before its output reached the cap); and many threads asleep in writes at
+// once are still one wait for the one reader. Only writes into the container's own two pipes count: a
+// pipe the workload made for itself is its own business. And only while
+// both streams are under their caps: past a cap the grader reads and
+// drops what comes (standard error) or stops the container (standard
+// output), so a writer that goes on is the workload's own doing, and its
+// wait at most the drain of one cap's worth of bytes.
 
 // outputWrites maps, on the architectures whose numbers are listed, each
 // system call that can write into a pipe to the index of its argument
@@ -91,73 +97,33 @@ func writingTo(tid int, pipes []string) bool {
 	return false
 }
 
-// heldTime accumulates, per thread, the time that was not the thread's
-// own sleep, reading by reading: the time it ran or waited for a CPU,
-// which its schedstat gives exactly (a run-queue delay is the host's, or
-// its own threads', which spend the budget as fast), and, while both
-// streams are under their caps, the time since the reading before when
-// the reading finds it asleep writing into the container's output pipes
-// (less what it ran or waited in that time, already counted). Such a
-// thread is counted that whole interval: the writer the host wakes to
-// pass on a little more spends most of what is not its sleep running or
-// on a run queue, and a busy host keeps it there longer; counting only
-// the sleeps seen in the write would miss that time, and more of it the
-// busier the host.
-type heldTime struct {
+// pipeWaits accumulates the time the container was found waiting for the
+// host to read its output, reading by reading: an interval counts whole
+// when the reading at its end finds any thread asleep writing into the
+// container's output pipes, and once however many are.
+type pipeWaits struct {
 	pipes []string
-	// counting says whether the pipe waits still count (both streams
-	// under their caps); nil counts always.
+	// counting says whether the waits still count (both streams under
+	// their caps); nil counts always.
 	counting func() bool
 	last     time.Time
-	// ran is each thread's running and runnable time at the reading
-	// before.
-	ran  map[int]time.Duration
-	held map[int]time.Duration
+	waited   time.Duration
 }
 
-// reset starts the count at now, from each thread's running time in ran.
-func (w *heldTime) reset(ran map[int]time.Duration, now time.Time) {
-	w.last, w.ran, w.held = now, maps.Clone(ran), nil
-}
-
-// sample takes a reading now: ran gives each live thread's running and
-// runnable time so far (a thread missing from it is not counted for
-// running; one new since the reading before began since then).
-func (w *heldTime) sample(tids []int, ran map[int]time.Duration, now time.Time) {
+// sample looks at the threads tids now.
+func (w *pipeWaits) sample(tids []int, now time.Time) {
 	since := now.Sub(w.last)
 	w.last = now
-	if w.ran == nil {
-		w.ran = map[int]time.Duration{}
+	if len(w.pipes) == 0 || since <= 0 || (w.counting != nil && !w.counting()) {
+		return
 	}
-	if w.held == nil {
-		w.held = map[int]time.Duration{}
-	}
-	waits := len(w.pipes) > 0 && (w.counting == nil || w.counting())
 	for _, tid := range tids {
-		r, ok := ran[tid]
-		dr := r - w.ran[tid]
-		if ok {
-			w.ran[tid] = r
-		} else {
-			dr = 0
+		if writingTo(tid, w.pipes) {
+			w.waited += since
+			return
 		}
-		// The kernel adds a run-queue wait to the schedstat when the
-		// wait ends, so a long one comes in at once: dr is counted
-		// whole, never cut to the interval. A thread asleep in a write
-		// is counted the rest of the interval besides.
-		dr = max(dr, 0)
-		if waits && since > 0 && writingTo(tid, w.pipes) {
-			dr = max(dr, since)
-		}
-		w.held[tid] += dr
 	}
 }
 
-// most is the longest time of one thread that was not its own sleep.
-func (w *heldTime) most() time.Duration {
-	var m time.Duration
-	for _, d := range w.held {
-		m = max(m, d)
-	}
-	return m
-}
+// total is the time counted so far.
+func (w *pipeWaits) total() time.Duration { return w.waited }

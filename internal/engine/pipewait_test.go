@@ -13,7 +13,8 @@ import (
 
 // TestOutputPipeWait: a real process asleep writing into a pipe nobody
 // reads is seen writing into that pipe, and not into another; the time it
-// sleeps there is counted while counting is on, and not after.
+// sleeps there is counted while counting is on, and not after; two writers
+// asleep there at once count once, and a wait split over two count whole.
 func TestOutputPipeWait(t *testing.T) {
 	if outputWrites == nil {
 		t.Skip("no write calls listed for this architecture")
@@ -32,6 +33,10 @@ func TestOutputPipeWait(t *testing.T) {
 	cmd := exec.Command("head", "-c", "4000000", "/dev/zero")
 	cmd.Stdout = w
 	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wDup, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(w.Fd())), os.O_WRONLY, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
@@ -67,80 +72,73 @@ func TestOutputPipeWait(t *testing.T) {
 	}
 
 	on := true
-	pw := heldTime{pipes: []string{pipe}, counting: func() bool { return on }}
-	pw.reset(nil, time.Now())
+	pw := pipeWaits{pipes: []string{pipe}, counting: func() bool { return on }, last: time.Now()}
 	time.Sleep(100 * time.Millisecond)
-	pw.sample([]int{pid}, nil, time.Now())
-	if got := pw.most(); got < 100*time.Millisecond {
+	pw.sample([]int{pid}, time.Now())
+	if got := pw.total(); got < 100*time.Millisecond {
 		t.Errorf("counted %v of a wait of at least 100 ms", got)
 	}
-	counted := pw.most()
+	counted := pw.total()
 	on = false // a stream past its cap
 	time.Sleep(50 * time.Millisecond)
-	pw.sample([]int{pid}, nil, time.Now())
-	if pw.most() != counted {
-		t.Errorf("past the cap the wait still counts: %v, was %v", pw.most(), counted)
+	pw.sample([]int{pid}, time.Now())
+	if pw.total() != counted {
+		t.Errorf("past the cap the wait still counts: %v, was %v", pw.total(), counted)
 	}
-	mine := heldTime{pipes: []string{elsewhere}}
-	mine.reset(nil, time.Now())
+	mine := pipeWaits{pipes: []string{elsewhere}, last: time.Now()}
 	time.Sleep(20 * time.Millisecond)
-	mine.sample([]int{pid}, nil, time.Now())
-	if mine.most() != 0 {
-		t.Errorf("a wait on another pipe counted %v", mine.most())
+	mine.sample([]int{pid}, time.Now())
+	if mine.total() != 0 {
+		t.Errorf("a wait on another pipe counted %v", mine.total())
 	}
 
-	if n, err := io.Copy(io.Discard, r); err != nil || n != 4000000 {
+	// A second writer into the same pipe, as a second thread of the
+	// workload would be: the interval still counts once.
+	second := exec.Command("head", "-c", "1000000", "/dev/zero")
+	second.Stdout = wDup
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wDup.Close()
+	defer func() {
+		if !done {
+			_ = second.Process.Kill()
+			_ = second.Wait()
+		}
+	}()
+	for !writingTo(second.Process.Pid, []string{pipe}) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second writer was never seen asleep in its write")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	both := pipeWaits{pipes: []string{pipe}, last: time.Now()}
+	time.Sleep(50 * time.Millisecond)
+	now := time.Now()
+	elapsed := now.Sub(both.last)
+	both.sample([]int{pid, second.Process.Pid}, now)
+	if both.total() != elapsed {
+		t.Errorf("two writers asleep for %v counted %v, want the interval once", elapsed, both.total())
+	}
+	// One writer's waits split over threads (a goroutine moved from one
+	// to the other) add up: each interval counts for whichever is there.
+	split := pipeWaits{pipes: []string{pipe}, last: time.Now()}
+	time.Sleep(20 * time.Millisecond)
+	split.sample([]int{pid}, time.Now())
+	time.Sleep(20 * time.Millisecond)
+	split.sample([]int{second.Process.Pid}, time.Now())
+	if got := split.total(); got < 40*time.Millisecond {
+		t.Errorf("a wait split over two threads counted %v of 40 ms", got)
+	}
+
+	if n, err := io.Copy(io.Discard, r); err != nil || n != 5000000 {
 		t.Fatalf("drained %d bytes, %v", n, err)
 	}
 	done = true
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestHeldTimeRunning: the time a thread runs or waits for a CPU is not
-// its own sleep, and is counted as its schedstat gives it, whatever the
-// streams: a busy loop is on a CPU or on a run queue all the time, a
-// sleeper almost never.
-func TestHeldTimeRunning(t *testing.T) {
-	start := func(script string) int {
-		cmd := exec.Command("/bin/sh", "-c", script)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-		return cmd.Process.Pid
-	}
-	spinner, sleeper := start("while :; do :; done"), start("exec sleep 60")
-	ran := func() map[int]time.Duration {
-		out := map[int]time.Duration{}
-		for _, pid := range []int{spinner, sleeper} {
-			onCPU, delay, ok := schedStat(pid)
-			if !ok {
-				t.Skip("no schedstat on this kernel")
-			}
-			out[pid] = onCPU + delay
-		}
-		return out
-	}
-	// Counting off, as past a cap: running time counts all the same.
-	w := heldTime{counting: func() bool { return false }}
-	began := time.Now()
-	w.reset(ran(), began)
-	time.Sleep(200 * time.Millisecond)
-	now := time.Now()
-	w.sample([]int{spinner, sleeper}, ran(), now)
-	elapsed := now.Sub(began)
-	if got := w.held[spinner]; got < elapsed/2 || got > elapsed*3/2 {
-		t.Errorf("a busy loop counted %v of %v", got, elapsed)
-	}
-	if got := w.held[sleeper]; got > elapsed/4 {
-		t.Errorf("a sleeper counted %v of %v as not its own sleep", got, elapsed)
-	}
-	if w.most() != w.held[spinner] {
-		t.Errorf("most %v, want the busy loop's %v", w.most(), w.held[spinner])
+	if err := second.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -423,7 +423,7 @@ func (p *Prepared) drive(ctx context.Context) (*Result, error) {
 			m = nil
 			wall = sandbox.Unmetered(lim.CPU)
 		} else {
-			m.held.counting = func() bool { return !a.stdout.Truncated() && !a.stderr.Truncated() }
+			m.out.counting = func() bool { return !a.stdout.Truncated() && !a.stderr.Truncated() }
 			m.begin()
 			t := time.NewTicker(meterTick(lim.CPU))
 			defer t.Stop()
@@ -472,13 +472,12 @@ wait:
 						res.Limit = sandbox.LimitCPU
 						break
 					}
-					// The backstop stretches, up to its limit, so that the
-					// budget decides: by the time that was not the
-					// workload's own sleep (it ran or waited for a CPU, it
-					// slept waiting for the grader to read its output, or
-					// it has ended and the daemon is still draining that
-					// output); and while the host starves it of CPU, by a
-					// backstop at a time.
+					// Held back by the host, the backstop stretches, up to
+					// its limit, so that the budget decides: by the time
+					// that was not the workload's own (it slept waiting for
+					// the grader to read its output, or it has ended and
+					// the daemon is still draining that output); and while
+					// the host starves it of CPU, by a backstop at a time.
 					elapsed := time.Since(start)
 					if elapsed < stretched {
 						rest := wall - m.own(start, time.Now())
@@ -511,12 +510,12 @@ wait:
 		spent()
 		res.CPU, res.Waited, res.CPUMeasured = used, m.maxWaited(), true
 		// At the end of the stretch, a run the host still held back (it
-		// starved it, or the workload's own sleep was under the backstop)
+		// starved it, or the workload's own time was under the backstop)
 		// says nothing about the workload.
 		if res.Limit == sandbox.LimitWall && (m.starved() || m.own(start, start.Add(res.Duration)) < wall) {
 			idle, _ := m.idleSince()
-			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time; a thread of it waited %v for a CPU, %v of one thread's time was not its own sleep (it ran, waited for a CPU, or for the grader to read its output), and its CPUs were idle %v in all",
-				sandbox.ErrOverloaded, id, res.Duration.Round(time.Millisecond), wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond), m.notOwn().Round(time.Millisecond), idle.Round(time.Millisecond))
+			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time; a thread of it waited %v for a CPU, and it waited %v for the grader to read its output, and its CPUs were idle %v in all",
+				sandbox.ErrOverloaded, id, res.Duration.Round(time.Millisecond), wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond), m.outputWait().Round(time.Millisecond), idle.Round(time.Millisecond))
 		}
 	}
 	if status.Error != nil {
