@@ -201,8 +201,8 @@ func (m *cpuMeter) sample() {
 
 // own is the part of the time from start to now that was the workload's
 // own: up to its end, if it has ended, less the time it waited for the
-// grader to read its output. The wall-clock backstop
-// counts this, not the time the host took.
+// grader to read its output. The wall-clock backstop counts this, not the
+// time the host took.
 func (m *cpuMeter) own(start, now time.Time) time.Duration {
 	if !m.ended.IsZero() && m.ended.Before(now) {
 		now = m.ended

@@ -25,12 +25,14 @@ import (
 // took only a part of them (a CI run at 92% busy counted 4 s of a writer's
 // 7 s of waiting, split over two threads, and the writer met its backstop
 // before its output reached the cap); and many threads asleep in writes at
-// once are still one wait for the one reader. Only writes into the container's own two pipes count: a
-// pipe the workload made for itself is its own business. And only while
-// both streams are under their caps: past a cap the grader reads and
-// drops what comes (standard error) or stops the container (standard
-// output), so a writer that goes on is the workload's own doing, and its
-// wait at most the drain of one cap's worth of bytes.
+// once are still one wait for the one reader.
+//
+// Only writes into the container's own two pipes count: a pipe the
+// workload made for itself is its own business. And only while both
+// streams are under their caps: past a cap the grader reads and drops what
+// comes (standard error) or stops the container (standard output), so a
+// writer that goes on is the workload's own doing, and its wait at most
+// the drain of one cap's worth of bytes.
 
 // outputWrites maps, on the architectures whose numbers are listed, each
 // system call that can write into a pipe to the index of its argument

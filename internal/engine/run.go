@@ -514,7 +514,7 @@ wait:
 		// says nothing about the workload.
 		if res.Limit == sandbox.LimitWall && (m.starved() || m.own(start, start.Add(res.Duration)) < wall) {
 			idle, _ := m.idleSince()
-			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time; a thread of it waited %v for a CPU, and it waited %v for the grader to read its output, and its CPUs were idle %v in all",
+			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time; a thread of it waited %v for a CPU, it waited %v for the grader to read its output, and its CPUs were idle %v in all",
 				sandbox.ErrOverloaded, id, res.Duration.Round(time.Millisecond), wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond), m.outputWait().Round(time.Millisecond), idle.Round(time.Millisecond))
 		}
 	}
