@@ -49,3 +49,14 @@ func (d *Docker) GCInit(ctx context.Context, all bool) ([]string, error) {
 // WaitImageVolumes waits for the image volumes being made in the
 // background.
 func (d *Docker) WaitImageVolumes() { d.initWG.Wait() }
+
+// FailPauses makes the session's next n pauses fail, as runc's freezer
+// does when a loaded host keeps the cgroup's tasks from stopping in time.
+func (s *Session) FailPauses(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failPauses = n
+}
+
+// FreezeTries is freezeTries.
+const FreezeTries = freezeTries

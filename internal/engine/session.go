@@ -27,6 +27,10 @@ type Session struct {
 	mu      sync.Mutex // serialises exec, copies and close
 	closed  bool
 	dead    bool // the backstop killed the container
+	// failPauses makes that many pauses fail before they reach the
+	// daemon, as runc's freezer does on a loaded host. Only the tests set
+	// it (FailPauses).
+	failPauses int
 }
 
 // execGrace is how long after the in-container timeout the host waits

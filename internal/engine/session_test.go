@@ -104,3 +104,43 @@ func TestSession(t *testing.T) {
 	}
 	s.Close(t.Context())
 }
+
+// TestSessionPauseRetries: a copy whose freeze fails a few times (runc's
+// freezer under load) is tried again and goes through, and the session is
+// thawed after it; a freeze that fails every try is the engine's error,
+// and leaves the session running, not frozen.
+func TestSessionPauseRetries(t *testing.T) {
+	t.Parallel()
+	img := pythonImage(t)
+	run := newRun(t)
+	vol := newVolume(t, run, "work")
+	ss, err := eng.Start(t.Context(), engine.Spec{Run: run, Phase: "agent", Image: img,
+		Mounts: []engine.Mount{{Volume: vol, Target: "/work"}}, Limits: engine.Limits{Wall: 2 * time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close(context.Background())
+	s := ss.(*engine.Session)
+	if res, err := s.Exec(t.Context(), engine.ExecSpec{Cmd: []string{"sh", "-c", "echo kept > /work/f"}}); err != nil || res.Code != 0 {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+
+	// Three failures, as a loaded host's freezer gave (the engine tries
+	// more often than that).
+	s.FailPauses(3)
+	c, err := s.CopyOut(t.Context(), "/work/f", firewallPolicy())
+	if err != nil || len(c.Manifest.Files) != 1 {
+		t.Fatalf("copy out after 3 failed freezes: %v %+v", err, c.Manifest)
+	}
+	if res, err := s.Exec(t.Context(), engine.ExecSpec{Cmd: []string{"cat", "/work/f"}}); err != nil || strings.TrimSpace(string(res.Stdout)) != "kept" {
+		t.Fatalf("the session after the copy (still frozen?): %v %+v", err, res)
+	}
+
+	s.FailPauses(engine.FreezeTries)
+	if _, err := s.CopyOut(t.Context(), "/work/f", firewallPolicy()); err == nil || errors.Is(err, engine.ErrCollect) || !strings.Contains(err.Error(), "unable to freeze") {
+		t.Fatalf("a freeze that never succeeds: %v, want the engine's error", err)
+	}
+	if res, err := s.Exec(t.Context(), engine.ExecSpec{Cmd: []string{"true"}}); err != nil || res.Code != 0 {
+		t.Fatalf("the session after a failed freeze: %v %+v", err, res)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/volume"
@@ -235,18 +236,68 @@ func (s *Session) paused(ctx context.Context, f func() error) error {
 		return fmt.Errorf("engine: inspect session: %w", err)
 	}
 	if ins.State != nil && ins.State.Running && !ins.State.Paused {
-		if err := s.d.cli.ContainerPause(ctx, s.id); err != nil {
-			return fmt.Errorf("engine: pause session: %w", err)
+		froze, err := s.freeze(ctx)
+		if err != nil {
+			return err
 		}
-		defer func() {
-			uctx, cancel := s.d.cleanupCtx(ctx)
-			defer cancel()
-			if err := s.d.cli.ContainerUnpause(uctx, s.id); err != nil {
-				s.d.log.Warn("unpause failed", "container", s.id, "err", err)
-			}
-		}()
+		if froze {
+			defer func() {
+				uctx, cancel := s.d.cleanupCtx(ctx)
+				defer cancel()
+				if err := s.d.cli.ContainerUnpause(uctx, s.id); err != nil {
+					s.d.log.Warn("unpause failed", "container", s.id, "err", err)
+				}
+			}()
+		}
 	}
 	return f()
+}
+
+// freezeTries is how many times a session's freeze is tried before it is
+// the engine's error.
+const freezeTries = 6
+
+// freeze pauses the running session's container. On cgroup v1, runc's
+// freezer gives up ("unable to freeze") when the cgroup's tasks do not all
+// stop within its own retries, and on a loaded host they may not: runc
+// thaws the cgroup again and the pause may be tried anew. So a failed
+// pause is tried again, with a growing pause between tries (0.1 s to 1.6
+// s), as long as the container still runs unpaused. It reports whether it
+// froze the container (false: it ended meanwhile, and there is nothing to
+// freeze or thaw).
+func (s *Session) freeze(ctx context.Context) (bool, error) {
+	wait := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		var err error
+		if s.failPauses > 0 {
+			s.failPauses--
+			err = errors.New("OCI runtime pause failed: unable to freeze (a test's)")
+		} else {
+			err = s.d.cli.ContainerPause(ctx, s.id)
+		}
+		if err == nil {
+			return true, nil
+		}
+		if try == freezeTries || ctx.Err() != nil {
+			return false, fmt.Errorf("engine: pause session (%d tries): %w", try, err)
+		}
+		ins, ierr := s.d.cli.ContainerInspect(ctx, s.id)
+		switch {
+		case ierr != nil:
+			return false, fmt.Errorf("engine: pause session: %w (inspect: %w)", err, ierr)
+		case ins.State == nil || !ins.State.Running:
+			return false, nil
+		case ins.State.Paused:
+			return true, nil
+		}
+		s.d.log.Warn("pause failed; trying again", "container", s.id, "try", try, "err", err)
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("engine: pause session: %w", err)
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 }
 
 // writableMount reports whether dir lies at or below a writable volume
