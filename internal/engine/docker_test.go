@@ -423,10 +423,10 @@ func TestCancellationLeavesNothing(t *testing.T) {
 	t.Parallel()
 	run := newRun(t)
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
-	const rounds = 30
+	const rounds = 40
 	cancelled := 0
 	for i := range rounds {
-		delay := time.Duration(rng.IntN(700)) * time.Millisecond
+		delay := time.Duration(rng.IntN(1200)) * time.Millisecond
 		ctx, cancel := context.WithTimeout(t.Context(), delay)
 		err := func() error {
 			vol, err := eng.NewVolume(ctx, run, "work")
@@ -440,6 +440,10 @@ func TestCancellationLeavesNothing(t *testing.T) {
 			spec := probe(run, "sleep", "300ms")
 			spec.Mounts = []engine.Mount{{Volume: vol, Target: "/work"}}
 			spec.Collect = []string{"/work"}
+			// Without an init image, the tree is a volume made for the
+			// container: a cancellation while the container is created
+			// must still remove it.
+			spec.Trees = []engine.Tree{{Dir: "/tree", Archive: tarOf(t, map[string]string{"c": "d"}).Bytes()}}
 			_, err = eng.Run(ctx, spec)
 			return err
 		}()

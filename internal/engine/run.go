@@ -145,13 +145,20 @@ func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
 	}
 	if len(spec.Trees) > 0 && !d.usesInit(spec) {
 		vspec, drop, err := sandbox.TreeVolumes(ctx, d, spec)
+		// The volumes go on a cleanup context: a failure here is often
+		// ctx's cancellation, on which no removal would reach the daemon.
+		dropNow := func() {
+			cctx, cancel := d.cleanupCtx(ctx)
+			defer cancel()
+			drop(cctx)
+		}
 		if err != nil {
-			drop(ctx)
+			dropNow()
 			return nil, err
 		}
 		p, err := d.create(ctx, vspec, lim)
 		if err != nil {
-			drop(ctx)
+			dropNow()
 			return nil, err
 		}
 		p.dropTrees = drop
