@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -29,7 +30,22 @@ func assertNothingLeft(t *testing.T) {
 			t.Fatalf("docker %v: %v\n%s", args, err, out)
 		}
 		if s := strings.TrimSpace(string(out)); s != "" {
-			t.Errorf("left behind (docker %s): %s", strings.Join(args[:2], " "), s)
+			t.Errorf("left behind (docker %s): %s%s", strings.Join(args[:2], " "), s, describeLeft(args[0], strings.Fields(s)))
 		}
 	}
+}
+
+// describeLeft says what the objects left behind were: a container's name,
+// state and status, an object's labels, so that a failing run carries its
+// own diagnosis.
+func describeLeft(kind string, ids []string) string {
+	format := "{{.Name}} {{json .State}} {{json .Config.Labels}}"
+	if kind == "volume" {
+		format = "{{.Name}} {{json .Labels}}"
+	}
+	out, err := exec.Command("docker", append([]string{kind, "inspect", "--format", format}, ids...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("\n(docker %s inspect: %v: %s)", kind, err, out)
+	}
+	return "\n" + strings.TrimSpace(string(out))
 }

@@ -80,6 +80,7 @@ func TestRunResumeEngine(t *testing.T) {
 	if code != ExitError || !strings.Contains(stderr.String(), "resume with") {
 		t.Fatalf("cancelled run: exit %d, want %d and how to resume\n%s\n%s", code, ExitError, stdout.String(), stderr.String())
 	}
+	cancelledLog := stderr.String()
 	first := results(t, out)
 	if len(first) < 2 || len(first) == len(want) {
 		t.Fatalf("the cancelled run finished %d items", len(first))
@@ -125,6 +126,9 @@ func TestRunResumeEngine(t *testing.T) {
 	}
 
 	assertNothingLeft(t)
+	if t.Failed() {
+		t.Logf("the cancelled run's standard error:\n%s", cancelledLog)
+	}
 }
 
 // results reads a run's results.jsonl by item, failing on a duplicate.
