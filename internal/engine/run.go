@@ -139,11 +139,17 @@ func (d *Docker) resolve(spec Spec) (Spec, Limits, error) {
 }
 
 func (d *Docker) prepare(ctx context.Context, spec Spec) (*Prepared, error) {
+	return d.prepareFor(ctx, spec, true)
+}
+
+// prepareFor is prepare; without viaInit, trees are always laid out as
+// volumes (a session's container never reads sginit's frame).
+func (d *Docker) prepareFor(ctx context.Context, spec Spec, viaInit bool) (*Prepared, error) {
 	spec, lim, err := d.resolve(spec)
 	if err != nil {
 		return nil, err
 	}
-	if len(spec.Trees) > 0 && !d.usesInit(spec) {
+	if len(spec.Trees) > 0 && !(viaInit && d.usesInit(spec)) {
 		vspec, drop, err := sandbox.TreeVolumes(ctx, d, spec)
 		// The volumes go on a cleanup context: a failure here is often
 		// ctx's cancellation, on which no removal would reach the daemon.

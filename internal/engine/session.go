@@ -27,6 +27,9 @@ type Session struct {
 	mu      sync.Mutex // serialises exec, copies and close
 	closed  bool
 	dead    bool // the backstop killed the container
+	// dropTrees removes the volumes the spec's trees were laid out in
+	// (nil without trees).
+	dropTrees func(context.Context)
 	// failPauses makes that many pauses fail before they reach the
 	// daemon, as runc's freezer does on a loaded host. Only the tests set
 	// it (FailPauses).
@@ -59,18 +62,29 @@ func (d *Docker) start(ctx context.Context, spec Spec) (*Session, error) {
 	}
 	spec.Cmd = []string{"sleep", strconv.FormatInt(int64(lim.Wall/time.Second)+1, 10)}
 	spec.Limits = lim
-	p, err := d.prepare(ctx, spec)
+	p, err := d.prepareFor(ctx, spec, false)
 	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
 	p.used = true // the session owns the container from here on
 	p.mu.Unlock()
+	s := &Session{d: d, id: p.id, imageID: p.imageID, spec: p.spec, dropTrees: p.dropTrees}
 	if err := d.startContainer(ctx, p.id); err != nil {
-		d.removeContainer(ctx, p.id)
+		s.remove(ctx)
 		return nil, fmt.Errorf("engine: start session: %w", err)
 	}
-	return &Session{d: d, id: p.id, imageID: p.imageID, spec: p.spec}, nil
+	return s, nil
+}
+
+// remove removes the session's container, then its trees' volumes.
+func (s *Session) remove(ctx context.Context) {
+	s.d.removeContainer(ctx, s.id)
+	if s.dropTrees != nil {
+		cctx, cancel := s.d.cleanupCtx(ctx)
+		defer cancel()
+		s.dropTrees(cctx)
+	}
 }
 
 // ID returns the session container's ID.
@@ -199,5 +213,5 @@ func (s *Session) Close(ctx context.Context) {
 		return
 	}
 	s.closed = true
-	s.d.removeContainer(ctx, s.id)
+	s.remove(ctx)
 }
