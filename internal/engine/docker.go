@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -78,6 +79,43 @@ type Docker struct {
 	pool   *pool
 	// removals are the removals of ended sandboxes still under way.
 	removals inflight
+	// unsettled are the containers (by ID or name) whose removal gave up
+	// when its cleanup context ended, and those whose create timed out
+	// on the client, which the daemon may still finish: Leftovers and
+	// Close try them again, so that a removal the daemon refused for a
+	// while on a busy host (see removeContainer) is not left to GC.
+	unsettledM sync.Mutex
+	unsettled  map[string]bool
+	// failRemovals makes container removals fail before they reach the
+	// daemon, as a busy daemon's do. Only the tests set it (FailRemovals).
+	failRemovals atomic.Bool
+}
+
+// markUnsettled remembers a container whose removal did not go through.
+func (d *Docker) markUnsettled(ref string) {
+	d.unsettledM.Lock()
+	defer d.unsettledM.Unlock()
+	if d.unsettled == nil {
+		d.unsettled = map[string]bool{}
+	}
+	d.unsettled[ref] = true
+}
+
+// settle tries the unsettled removals again, each on a fresh cleanup
+// context; the ones that fail again stay for the next try.
+func (d *Docker) settle(ctx context.Context) {
+	d.unsettledM.Lock()
+	refs := make([]string, 0, len(d.unsettled))
+	for ref := range d.unsettled {
+		refs = append(refs, ref)
+	}
+	clear(d.unsettled)
+	d.unsettledM.Unlock()
+	var wg sync.WaitGroup
+	for _, ref := range refs {
+		wg.Go(func() { d.removeContainer(ctx, ref) })
+	}
+	wg.Wait()
 }
 
 // removeLater runs remove on its own goroutine, on a context that survives
@@ -140,6 +178,7 @@ func (d *Docker) Close() error {
 	d.pool.close(ctx)
 	d.removals.Wait()
 	d.initWG.Wait()
+	d.settle(context.Background())
 	return d.cli.Close()
 }
 
@@ -268,7 +307,12 @@ func (d *Docker) removeContainer(ctx context.Context, id string) {
 	defer cancel()
 	pause := 100 * time.Millisecond
 	for {
-		err := d.cli.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		var err error
+		if d.failRemovals.Load() {
+			err = errors.New("a removal failed by the tests")
+		} else {
+			err = d.cli.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		}
 		if err == nil || errdefs.IsNotFound(err) {
 			return
 		}
@@ -279,7 +323,8 @@ func (d *Docker) removeContainer(ctx context.Context, id string) {
 			continue
 		case <-cctx.Done():
 		}
-		d.log.Warn("container removal failed", "container", id, "err", err)
+		d.markUnsettled(id)
+		d.log.Warn("container removal failed; it is tried again when the backend lists leftovers or closes", "container", id, "err", err)
 		return
 	}
 }
@@ -293,10 +338,16 @@ func (d *Docker) createContainer(ctx context.Context, name string, cfg *containe
 	// Cancellation is honoured right after it instead.
 	cctx, cancel := d.cleanupCtx(ctx)
 	resp, err := d.cli.ContainerCreate(cctx, cfg, hc, nil, nil, name)
+	timedOut := cctx.Err() != nil
 	cancel()
 	id := resp.ID
 	if err != nil {
 		d.removeContainer(ctx, name)
+		if timedOut {
+			// The daemon may still be making it, after the removal
+			// found nothing under its name.
+			d.markUnsettled(name)
+		}
 		return "", container.InspectResponse{}, fmt.Errorf("engine: create container: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -320,6 +371,7 @@ func (d *Docker) createContainer(ctx context.Context, name string, cfg *containe
 // grade has returned, there should be none.
 func (d *Docker) Leftovers(ctx context.Context, run string) ([]string, error) {
 	d.removals.Wait()
+	d.settle(ctx)
 	f := filters.NewArgs(filters.Arg("label", LabelRun+"="+run))
 	cs, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {

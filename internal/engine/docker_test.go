@@ -642,3 +642,51 @@ func tail(b []byte) string {
 
 // firewallPolicy is the default strict policy.
 func firewallPolicy() firewall.Policy { return firewall.Policy{} }
+
+// A removal that the daemon refuses until its cleanup context ends is not
+// forgotten: the backend's Leftovers tries it again, and so does Close.
+func TestRefusedRemovalIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	d, err := engine.NewDocker(t.Context(), engine.Config{CleanupTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			d.FailRemovals(false)
+			d.Close()
+		}
+	}()
+	for _, via := range []string{"Leftovers", "Close"} {
+		run := newRun(t)
+		d.FailRemovals(true)
+		if _, err := d.Run(t.Context(), probe(run, "sleep", "0s")); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(time.Minute); d.Unsettled() == 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the refused removal was never given up")
+			}
+		}
+		if cs, _ := leftovers(t, run); len(cs) != 1 {
+			t.Fatalf("the refused removal left %v, want the container", cs)
+		}
+		d.FailRemovals(false)
+		switch via {
+		case "Leftovers":
+			left, err := d.Leftovers(t.Context(), run)
+			if err != nil || len(left) != 0 {
+				t.Fatalf("Leftovers after the daemon took removals again: %v %v", left, err)
+			}
+		case "Close":
+			closed = true
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cs, vs := leftovers(t, run); len(cs)+len(vs) > 0 {
+			t.Fatalf("after %s: left %v %v", via, cs, vs)
+		}
+	}
+}

@@ -60,3 +60,15 @@ func (s *Session) FailPauses(n int) {
 
 // FreezeTries is freezeTries.
 const FreezeTries = freezeTries
+
+// FailRemovals makes the backend's container removals fail, as a busy
+// daemon's do for a while, until it is called with false.
+func (d *Docker) FailRemovals(fail bool) { d.failRemovals.Store(fail) }
+
+// Unsettled counts the containers whose removal gave up and waits to be
+// tried again.
+func (d *Docker) Unsettled() int {
+	d.unsettledM.Lock()
+	defer d.unsettledM.Unlock()
+	return len(d.unsettled)
+}
