@@ -21,11 +21,22 @@ func (f *Fake) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Session, e
 		return nil, fmt.Errorf("%w: a session has no stream-out directory", sandbox.ErrSpec)
 	}
 	spec.Cmd = nil
-	b, err := f.newBox(ctx, spec)
-	if err != nil {
+	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	s := &session{b: b}
+	// Trees become read-only volumes, as for Prepare, removed with the
+	// session.
+	vspec, drop, err := sandbox.TreeVolumes(ctx, f, spec)
+	if err != nil {
+		dropVolumes(ctx, drop)
+		return nil, err
+	}
+	b, err := f.newBox(ctx, vspec)
+	if err != nil {
+		dropVolumes(ctx, drop)
+		return nil, err
+	}
+	s := &session{b: b, drop: drop}
 	s.timer = time.AfterFunc(b.lim.Wall, func() { b.kill(killTimeout) })
 	return s, nil
 }
@@ -35,6 +46,14 @@ type session struct {
 	timer  *time.Timer
 	mu     sync.Mutex // serialises the calls
 	closed bool
+	drop   func(context.Context) // removes the trees' volumes
+}
+
+// dropVolumes runs drop on a cleanup context derived from ctx.
+func dropVolumes(ctx context.Context, drop func(context.Context)) {
+	cctx, cancel := sandbox.CleanupContext(ctx, sandbox.DefaultCleanupTimeout)
+	defer cancel()
+	drop(cctx)
 }
 
 func (s *session) ID() string      { return s.b.id }
@@ -178,4 +197,5 @@ func (s *session) Close(ctx context.Context) {
 	s.timer.Stop()
 	s.b.kill(killRemoved)
 	s.b.f.remove(s.b)
+	dropVolumes(ctx, s.drop)
 }

@@ -96,6 +96,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		{"prepared sandbox sees a volume's later content", (*suite).preparedLateVolume},
 		{"session", (*suite).session},
 		{"session files cross the firewall", (*suite).sessionFiles},
+		{"session trees", (*suite).sessionTrees},
 		{"labels and gc", (*suite).labelsGC},
 		{"invalid specs", (*suite).invalidSpecs},
 		{"cancellation leaves nothing", (*suite).cancellation},
@@ -777,6 +778,29 @@ func (s *suite) session(t *testing.T) {
 	sess.Close(t.Context())
 	if _, err := sess.Exec(t.Context(), sandbox.ExecSpec{Cmd: []string{"true"}}); !errors.Is(err, sandbox.ErrSessionClosed) {
 		t.Errorf("exec after Close: %v, want ErrSessionClosed", err)
+	}
+}
+
+// sessionTrees checks that a session's trees are in place when it starts,
+// read-only to its user; the case's clean-up check sees them go with it.
+func (s *suite) sessionTrees(t *testing.T) {
+	sess, err := s.Backend.Start(t.Context(), sandbox.Spec{
+		Run: s.run, Phase: "test", Image: s.Shell,
+		Env:    []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+		Trees:  []sandbox.Tree{{Dir: "/task", Archive: files("README", "the task")}},
+		Limits: sandbox.Limits{Wall: 5 * time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background())
+	res, err := sess.Exec(t.Context(), sandbox.ExecSpec{Cmd: []string{"sh", "-c", "cat /task/README"}})
+	if err != nil || res.Code != 0 || string(res.Stdout) != "the task" {
+		t.Fatalf("the tree in the session: %v %+v", err, res)
+	}
+	res, err = sess.Exec(t.Context(), sandbox.ExecSpec{Cmd: []string{"sh", "-c", "echo more > /task/README"}})
+	if err != nil || res.Code == 0 {
+		t.Errorf("the session wrote into its tree: %v %+v", err, res)
 	}
 }
 
