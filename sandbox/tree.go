@@ -39,14 +39,21 @@ func treeDirs(ts []Tree) []string {
 // TreeVolumes lays out spec's trees as read-only volumes of vols, for a
 // backend with no other way to do it: it returns spec with the trees turned
 // into mounts, and a function that removes the volumes (call it on every
-// path, after the sandbox is gone; it is never nil). A rejected archive is
+// path, after the sandbox is gone; it is never nil, and it removes on a
+// cleanup context of its own, so a cancelled ctx, the usual reason for
+// the failure it cleans up after, still removes them). A rejected archive is
 // ErrSpec wrapping the firewall's error: trees come from the controller,
 // never from the workload.
 func TreeVolumes(ctx context.Context, vols Volumes, spec Spec) (Spec, func(context.Context), error) {
 	var made []string
 	remove := func(ctx context.Context) {
+		if len(made) == 0 {
+			return
+		}
+		cctx, cancel := CleanupContext(ctx, DefaultCleanupTimeout)
+		defer cancel()
 		for _, name := range made {
-			_ = vols.RemoveVolume(ctx, name)
+			_ = vols.RemoveVolume(cctx, name)
 		}
 	}
 	if len(spec.Trees) == 0 {
@@ -75,25 +82,18 @@ func TreeVolumes(ctx context.Context, vols Volumes, spec Spec) (Spec, func(conte
 func PrepareWithTreeVolumes(ctx context.Context, vols Volumes, spec Spec, prepare func(context.Context, Spec) (Prepared, error)) (Prepared, error) {
 	vspec, drop, err := TreeVolumes(ctx, vols, spec)
 	if err != nil {
-		dropOn(ctx, drop)
+		drop(ctx)
 		return nil, err
 	}
 	p, err := prepare(ctx, vspec)
 	if err != nil {
-		dropOn(ctx, drop)
+		drop(ctx)
 		return nil, err
 	}
 	if len(spec.Trees) == 0 {
 		return p, nil
 	}
 	return &treePrepared{Prepared: p, drop: drop}, nil
-}
-
-// dropOn runs drop on a cleanup context derived from ctx.
-func dropOn(ctx context.Context, drop func(context.Context)) {
-	cctx, cancel := CleanupContext(ctx, DefaultCleanupTimeout)
-	defer cancel()
-	drop(cctx)
 }
 
 // treePrepared removes a prepared sandbox's tree volumes after it.
@@ -104,11 +104,11 @@ type treePrepared struct {
 }
 
 func (t *treePrepared) Run(ctx context.Context) (*Result, error) {
-	defer t.once.Do(func() { dropOn(ctx, t.drop) })
+	defer t.once.Do(func() { t.drop(ctx) })
 	return t.Prepared.Run(ctx)
 }
 
 func (t *treePrepared) Close(ctx context.Context) {
 	t.Prepared.Close(ctx)
-	t.once.Do(func() { dropOn(ctx, t.drop) })
+	t.once.Do(func() { t.drop(ctx) })
 }

@@ -28,12 +28,12 @@ func (f *Fake) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Session, e
 	// session.
 	vspec, drop, err := sandbox.TreeVolumes(ctx, f, spec)
 	if err != nil {
-		dropVolumes(ctx, drop)
+		drop(ctx)
 		return nil, err
 	}
 	b, err := f.newBox(ctx, vspec)
 	if err != nil {
-		dropVolumes(ctx, drop)
+		drop(ctx)
 		return nil, err
 	}
 	s := &session{b: b, drop: drop}
@@ -47,13 +47,6 @@ type session struct {
 	mu     sync.Mutex // serialises the calls
 	closed bool
 	drop   func(context.Context) // removes the trees' volumes
-}
-
-// dropVolumes runs drop on a cleanup context derived from ctx.
-func dropVolumes(ctx context.Context, drop func(context.Context)) {
-	cctx, cancel := sandbox.CleanupContext(ctx, sandbox.DefaultCleanupTimeout)
-	defer cancel()
-	drop(cctx)
 }
 
 func (s *session) ID() string      { return s.b.id }
@@ -197,5 +190,5 @@ func (s *session) Close(ctx context.Context) {
 	s.timer.Stop()
 	s.b.kill(killRemoved)
 	s.b.f.remove(s.b)
-	dropVolumes(ctx, s.drop)
+	s.drop(ctx)
 }

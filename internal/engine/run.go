@@ -151,20 +151,13 @@ func (d *Docker) prepareFor(ctx context.Context, spec Spec, viaInit bool) (*Prep
 	}
 	if len(spec.Trees) > 0 && !(viaInit && d.usesInit(spec)) {
 		vspec, drop, err := sandbox.TreeVolumes(ctx, d, spec)
-		// The volumes go on a cleanup context: a failure here is often
-		// ctx's cancellation, on which no removal would reach the daemon.
-		dropNow := func() {
-			cctx, cancel := d.cleanupCtx(ctx)
-			defer cancel()
-			drop(cctx)
-		}
 		if err != nil {
-			dropNow()
+			drop(ctx)
 			return nil, err
 		}
 		p, err := d.create(ctx, vspec, lim)
 		if err != nil {
-			dropNow()
+			drop(ctx)
 			return nil, err
 		}
 		p.dropTrees = drop
@@ -268,9 +261,7 @@ func (p *Prepared) remove(ctx context.Context) {
 	p.d.removeContainer(ctx, p.id)
 	p.d.removeStreamVolume(ctx, p.streamVol)
 	if p.dropTrees != nil {
-		cctx, cancel := p.d.cleanupCtx(ctx)
-		defer cancel()
-		p.dropTrees(cctx)
+		p.dropTrees(ctx)
 	}
 }
 

@@ -81,9 +81,7 @@ func (d *Docker) start(ctx context.Context, spec Spec) (*Session, error) {
 func (s *Session) remove(ctx context.Context) {
 	s.d.removeContainer(ctx, s.id)
 	if s.dropTrees != nil {
-		cctx, cancel := s.d.cleanupCtx(ctx)
-		defer cancel()
-		s.dropTrees(cctx)
+		s.dropTrees(ctx)
 	}
 }
 

@@ -99,22 +99,16 @@ func (b *Backend) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Session
 	spec.Cmd = []string{"python3", "-I", "-S", "-c", sessionWait, strconv.FormatFloat(lim.Wall.Seconds()+1, 'f', 3, 64)}
 	vspec, drop, err := sandbox.TreeVolumes(ctx, b, spec)
 	if err != nil {
-		dropVolumes(ctx, drop)
+		drop(ctx)
 		return nil, err
 	}
 	s, err := b.startSession(ctx, vspec)
 	// The trees' volumes were laid out into the pod when it started.
-	dropVolumes(ctx, drop)
+	drop(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-func dropVolumes(ctx context.Context, drop func(context.Context)) {
-	cctx, cancel := sandbox.CleanupContext(ctx, sandbox.DefaultCleanupTimeout)
-	defer cancel()
-	drop(cctx)
 }
 
 func (b *Backend) startSession(ctx context.Context, spec sandbox.Spec) (*session, error) {
