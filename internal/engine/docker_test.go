@@ -647,7 +647,7 @@ func firewallPolicy() firewall.Policy { return firewall.Policy{} }
 // forgotten: the backend's Leftovers tries it again, and so does Close.
 func TestRefusedRemovalIsTriedAgain(t *testing.T) {
 	t.Parallel()
-	d, err := engine.NewDocker(t.Context(), engine.Config{CleanupTimeout: 500 * time.Millisecond})
+	d, err := engine.NewDocker(t.Context(), engine.Config{CleanupTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

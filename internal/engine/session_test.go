@@ -144,36 +144,3 @@ func TestSessionPauseRetries(t *testing.T) {
 		t.Fatalf("the session after a failed freeze: %v %+v", err, res)
 	}
 }
-
-// A session's trees are laid out before it starts, read-only to the user,
-// and removed with it; with an init image too, which a session never uses
-// (its main process only waits, so no frame would ever lay them out).
-func TestSessionTrees(t *testing.T) {
-	t.Parallel()
-	img := pythonImage(t)
-	for _, c := range []struct {
-		name string
-		eng  *engine.Docker
-	}{{"volumes", eng}, {"with an init image", pooled(t, engine.Config{})}} {
-		t.Run(c.name, func(t *testing.T) {
-			run := newRun(t)
-			s, err := c.eng.Start(t.Context(), engine.Spec{Run: run, Phase: "agent", Image: img, Limits: engine.Limits{Wall: time.Minute},
-				Trees: []engine.Tree{{Dir: "/task", Archive: tarOf(t, map[string]string{"README": "the task"}).Bytes()}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close(context.Background())
-			res, err := s.Exec(t.Context(), engine.ExecSpec{Cmd: []string{"sh", "-c", "cat /task/README; echo x >> /task/README && echo writable"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out := string(res.Stdout); out != "the task" {
-				t.Errorf("the tree in the session: %q (stderr %q)", out, res.Stderr)
-			}
-			s.Close(t.Context())
-			if cs, vs := leftovers(t, run); len(cs)+len(vs) > 0 {
-				t.Errorf("a closed session left %v %v", cs, vs)
-			}
-		})
-	}
-}
