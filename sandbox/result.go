@@ -55,20 +55,10 @@ const (
 )
 
 // Starved reports whether waited is at least StarvedShare of wall: the
-// test a backend applies to its CPUs' idle time to tell a starved run (a
-// host whose CPUs sat idle that long did not starve it).
+// test a backend applies to a thread's wait for a CPU (and, the other way
+// round, to its CPUs' idle time) to tell a starved run.
 func Starved(waited, wall time.Duration) bool {
 	return wall > 0 && float64(waited) >= StarvedShare*float64(wall)
-}
-
-// WaitedStarved reports whether one thread's wait for a CPU, waited, in a
-// run of wall that used CPU time used in all, was the host's doing: it
-// waited at least StarvedWaitShare of the run, and longer than the whole
-// sandbox ran. A thread waits only while another runs on its CPU; the
-// sandbox's own threads ran for used at most, so a wait past that was
-// work that is not the sandbox's.
-func WaitedStarved(waited, used, wall time.Duration) bool {
-	return wall > 0 && waited > used && float64(waited) >= StarvedWaitShare*float64(wall)
 }
 
 // Collected is one directory or file that left a sandbox through the

@@ -132,19 +132,10 @@ const (
 	StretchFactor  = 20
 )
 
-// StarvedShare is the share of one CPU's time that the CPUs a sandbox may
-// run on may have been idle, at most, for the run to count as starved by
-// the host.
+// StarvedShare is the share of a run's wall time one of the sandbox's
+// threads must have spent waiting for a CPU (its run-queue delay) to count
+// as starved by the host.
 const StarvedShare = 0.5
-
-// StarvedWaitShare is the share of a run's wall time one of the sandbox's
-// threads must have spent waiting for a CPU (its run-queue delay), longer
-// than the sandbox ran, for the run to count as starved by the host. It is
-// below a half: a workload's start, while the host's daemons (the image's
-// file system, the runtime) are slow to serve it, is blocked time that
-// counts to neither side, and a loaded host made a starved workload wait
-// 38% of its first backstop.
-const StarvedWaitShare = 0.25
 
 // Backstop is the wall-clock backstop of a CPU-time budget: BackstopFactor
 // times it plus BackstopSlack, at most MaxLimits.Wall.

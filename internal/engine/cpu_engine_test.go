@@ -38,7 +38,7 @@ func TestCPUBudget(t *testing.T) {
 		}
 		// Past the backstop only when the host starved it (the
 		// backstop stretched: a busy machine).
-		if res.Duration >= sandbox.Backstop(time.Second) && float64(res.Waited) < sandbox.StarvedWaitShare*float64(sandbox.Backstop(time.Second)) {
+		if res.Duration >= sandbox.Backstop(time.Second) && !sandbox.Starved(res.Waited, res.Duration) {
 			t.Fatalf("stopped after %v, past the backstop, though no thread waited long (%v)", res.Duration, res.Waited)
 		}
 	})
@@ -53,7 +53,7 @@ func TestCPUBudget(t *testing.T) {
 		if res.Duration < sandbox.Backstop(time.Second) {
 			t.Fatalf("stopped after %v, before the backstop %v", res.Duration, sandbox.Backstop(time.Second))
 		}
-		if !res.CPUMeasured || res.CPU > 500*time.Millisecond || sandbox.WaitedStarved(res.Waited, res.CPU, res.Duration) {
+		if !res.CPUMeasured || res.CPU > 500*time.Millisecond || sandbox.Starved(res.Waited, res.Duration) {
 			t.Fatalf("CPU %v waited %v in %v: a sleeper neither spends nor waits", res.CPU, res.Waited, res.Duration)
 		}
 	})

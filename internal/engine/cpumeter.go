@@ -28,13 +28,13 @@ var cgroupRoot = "/sys/fs/cgroup"
 // they do for the workload.
 //
 // The host starved a run (starved) when one of its threads waited for a
-// CPU longer than the whole container ran and at least
-// sandbox.StarvedWaitShare of the run, while the CPUs of its cpuset were
-// idle less than sandbox.StarvedShare of one CPU. Both halves matter. A
-// thread waits while another runs on its CPU; when that other is the
+// CPU at least sandbox.StarvedShare of the run while the CPUs of its
+// cpuset were idle less than that share of one CPU. Both halves matter.
+// A thread waits while another runs on its CPU; when that other is the
 // container's own, the container spends CPU time as fast as the thread
-// waits, so its own threads alone cannot make one wait longer than the
-// container ran (summing the waits of many threads could). And a CPU that sat idle
+// waits, and a workload that reaches the backstop has spent less than
+// half of it, so its own threads alone cannot make one wait half the run
+// (summing the waits of many threads could). And a CPU that sat idle
 // could have run whatever waited, so a host with idle CPUs to spare did
 // not starve the run, whatever its threads' affinity says.
 type cpuMeter struct {
@@ -242,13 +242,12 @@ func (m *cpuMeter) idleSince() (time.Duration, bool) {
 }
 
 // starved reports whether the host has starved the run since it began
-// (see cpuMeter), which has used CPU time used: a thread of it waited for
-// a CPU longer than that and at least StarvedWaitShare of the time, while
-// its CPUs were idle for less than StarvedShare of one CPU.
+// (see cpuMeter): a thread of it waited for a CPU at least StarvedShare of
+// the time while its CPUs were idle for less than that share of one CPU.
 // A host whose idle time cannot be read is taken at the thread's word.
-func (m *cpuMeter) starved(used time.Duration) bool {
+func (m *cpuMeter) starved() bool {
 	elapsed := time.Since(m.began)
-	if !sandbox.WaitedStarved(m.maxWaited(), used, elapsed) {
+	if !sandbox.Starved(m.maxWaited(), elapsed) {
 		return false
 	}
 	idle, ok := m.idleSince()

@@ -485,7 +485,7 @@ wait:
 					elapsed := time.Since(start)
 					if elapsed < stretched {
 						rest := wall - m.own(start, time.Now())
-						if rest <= 0 && m.starved(used) {
+						if rest <= 0 && m.starved() {
 							rest = wall
 						}
 						if rest > 0 {
@@ -516,7 +516,7 @@ wait:
 		// At the end of the stretch, a run the host still held back (it
 		// starved it, or the workload's own time was under the backstop)
 		// says nothing about the workload.
-		if res.Limit == sandbox.LimitWall && (m.starved(used) || m.own(start, start.Add(res.Duration)) < wall) {
+		if res.Limit == sandbox.LimitWall && (m.starved() || m.own(start, start.Add(res.Duration)) < wall) {
 			idle, _ := m.idleSince()
 			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time; a thread of it waited %v for a CPU, it waited %v for the grader to read its output, and its CPUs were idle %v in all",
 				sandbox.ErrOverloaded, id, res.Duration.Round(time.Millisecond), wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond), m.outputWait().Round(time.Millisecond), idle.Round(time.Millisecond))
