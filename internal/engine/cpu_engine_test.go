@@ -3,13 +3,11 @@
 package engine_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -19,6 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/strictgrade/strictgrade/internal/engine"
+	"github.com/strictgrade/strictgrade/internal/images"
+	"github.com/strictgrade/strictgrade/internal/tarball"
 	"github.com/strictgrade/strictgrade/sandbox"
 )
 
@@ -261,29 +261,21 @@ func TestOutputWaitIsTheHosts(t *testing.T) {
 	})
 }
 
-// probeBinaryTree is a tree archive holding the probe, built for the host
-// (a static binary, as in the probe image), at probe.
+// probeBinaryTree is a tree archive holding the probe image's binary,
+// built as the image builds it, at probe.
 func probeBinaryTree(t *testing.T) []byte {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "probe")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/strictgrade/strictgrade/internal/probe")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the probe: %v\n%s", err, out)
-	}
-	body, err := os.ReadFile(bin)
+	probe := images.Probe()
+	recipe, err := probe.Recipe(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir := t.TempDir()
+	if _, err := probe.Binaries(t.Context(), dir, recipe); err != nil {
+		t.Fatalf("building the probe: %v", err)
+	}
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: "probe", Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write(body); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
+	if err := tarball.WriteDir(&buf, dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
