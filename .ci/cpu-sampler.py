@@ -72,6 +72,8 @@ def sample(out, interval):
 def report(path):
     d = json.load(open(path))
     m = d["machine"]
+    if not m:
+        sys.exit(f"{path}: no sample was taken")
     print(f"machine busy {m[-1][1] - m[0][1]:.0f} CPU-s in {m[-1][0] - m[0][0]:.0f} s")
     names = Counter()
     for p in d["procs"].values():
