@@ -35,8 +35,9 @@ type Result struct {
 	// budget was spent) or LimitWall (the wall clock ran out first).
 	Limit Limit
 	// CPU is the CPU time the sandbox's processes used while the run
-	// lasted, when CPUMeasured; Waited is the longest any one of its
-	// threads spent waiting for a CPU (run-queue delay).
+	// lasted, when CPUMeasured; Waited is how long the sandbox had a
+	// thread waiting for a CPU (run-queue delay), however many waited at
+	// once.
 	CPU         time.Duration
 	Waited      time.Duration
 	CPUMeasured bool

@@ -27,16 +27,30 @@ var cgroupRoot = "/sys/fs/cgroup"
 // holds the user-space kernel's threads, whose CPU time includes the work
 // they do for the workload.
 //
-// The host starved a run (starved) when one of its threads waited for a
-// CPU at least sandbox.StarvedShare of the run while the CPUs of its
-// cpuset were idle less than that share of one CPU. Both halves matter.
-// A thread waits while another runs on its CPU; when that other is the
-// container's own, the container spends CPU time as fast as the thread
-// waits, and a workload that reaches the backstop has spent less than
-// half of it, so its own threads alone cannot make one wait half the run
-// (summing the waits of many threads could). And a CPU that sat idle
-// could have run whatever waited, so a host with idle CPUs to spare did
-// not starve the run, whatever its threads' affinity says.
+// The container waited for a CPU (queued) for as long as one of its
+// threads sat on a run queue, however many sat there at once. It is the
+// container's count, not one thread's, because a run's waits move from
+// thread to thread: the runtime's init waits first, then the init that
+// execs the workload, then the workload's threads (a Go program's several),
+// and a host starving all of them found no single thread that waited half
+// the run (a CI run: 8 ms of CPU and at most 715 ms waited by one thread
+// in a 2 s backstop). The kernel adds a wait to a thread's run-queue delay
+// only when the thread gets the CPU at its end, so a reading that finds a
+// thread's delay grown by d since the one before knows that it waited
+// about the d before now, however long ago the reading before was; the
+// meter keeps the union of those spans (queuedSince).
+//
+// The host starved a run (starved) when the container waited for a CPU
+// at least sandbox.StarvedShare of the run while the CPUs of its cpuset
+// were idle less than that share of one CPU. Both halves matter. A thread
+// waits while another runs on its CPU; when that other is the container's
+// own, the container spends CPU time at least as fast as the thread
+// waits, so in each interval the wait its own threads cause is at most
+// the CPU time it used, and a workload that reaches the backstop has spent
+// less than half of it: its own threads alone cannot make it wait half
+// the run. And a CPU that sat idle could have run whatever waited, so a
+// host with idle CPUs to spare did not starve the run, whatever its
+// threads' affinity says.
 type cpuMeter struct {
 	usage func() (time.Duration, error)
 	tasks string // the file listing the cgroup's threads
@@ -44,8 +58,10 @@ type cpuMeter struct {
 	cpus []int
 	// waited is the last run-queue delay read per thread (a thread that
 	// has ended keeps what it waited while it lived), base what each
-	// thread had waited when the run began.
+	// thread had waited when the run began; queue the spans since the run
+	// began in which a thread of it waited.
 	waited, base map[int]time.Duration
+	queue        spans
 	idle0        map[int]time.Duration // each CPU's idle time when the run began
 	began        time.Time             // when those were read
 	// out is how long the container has waited for the host to read its
@@ -93,7 +109,7 @@ func openMeter(pid int, id string) (*cpuMeter, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	m := &cpuMeter{waited: map[int]time.Duration{}, base: map[int]time.Duration{}, out: pipeWaits{pipes: outputPipes(pid)}}
+	m := &cpuMeter{waited: map[int]time.Duration{}, base: map[int]time.Duration{}, out: pipeWaits{pipes: outputPipes(pid), in: inputPipe(pid)}}
 	switch {
 	case v1 != "" && strings.Contains(v1, id):
 		for _, mount := range []string{"cpuacct", "cpu,cpuacct", "cpuacct,cpu"} {
@@ -167,6 +183,7 @@ func readUsageUsec(file string) (time.Duration, error) {
 func (m *cpuMeter) begin() {
 	m.sample()
 	maps.Copy(m.base, m.waited)
+	m.queue = spans{}
 	m.idle0 = cpuIdle()
 	m.began = time.Now()
 	m.out.last = m.began
@@ -186,6 +203,7 @@ func (m *cpuMeter) sample() {
 		return
 	}
 	var tids []int
+	var most time.Duration // the longest wait of a thread since the last reading
 	for _, f := range bytes.Fields(b) {
 		tid, err := strconv.Atoi(string(f))
 		if err != nil {
@@ -193,8 +211,18 @@ func (m *cpuMeter) sample() {
 		}
 		tids = append(tids, tid)
 		if w, ok := runDelay(tid); ok {
+			// A thread first seen now began since the last reading (or
+			// this is the first): all it waited falls in the interval.
+			most = max(most, w-m.waited[tid])
 			m.waited[tid] = w
 		}
+	}
+	if !m.began.IsZero() && most > 0 {
+		from := now.Add(-most)
+		if from.Before(m.began) {
+			from = m.began
+		}
+		m.queue.add(from, now)
 	}
 	m.out.sample(tids, now)
 }
@@ -215,14 +243,40 @@ func (m *cpuMeter) own(start, now time.Time) time.Duration {
 // (pipewait.go): time the host held the workload back.
 func (m *cpuMeter) outputWait() time.Duration { return m.out.total() }
 
-// maxWaited is the longest any one thread has waited for a CPU since the
-// run began (a thread that began later counts from its start).
-func (m *cpuMeter) maxWaited() time.Duration {
-	var most time.Duration
+// queuedSince is how long the container has waited for a CPU since the
+// run began (see cpuMeter): the union of the spans, or the longest wait of
+// one thread where that is more. A thread's own waits never overlap, but
+// the spans are placed at the readings that report them, up to a reading
+// after they ended, and can overlap where the waits did not.
+func (m *cpuMeter) queuedSince() time.Duration {
+	most := m.queue.total
 	for tid, w := range m.waited {
 		most = max(most, w-m.base[tid])
 	}
 	return most
+}
+
+// spans is a union of spans of time, added in the order of their ends.
+type spans struct {
+	list  []span
+	total time.Duration
+}
+
+type span struct{ from, to time.Time }
+
+// add adds the span from..to, which ends no earlier than any before it,
+// merging it with the ones it overlaps.
+func (s *spans) add(from, to time.Time) {
+	for n := len(s.list); n > 0 && !s.list[n-1].to.Before(from); n = len(s.list) {
+		last := s.list[n-1]
+		if last.from.Before(from) {
+			from = last.from
+		}
+		s.total -= last.to.Sub(last.from)
+		s.list = s.list[:n-1]
+	}
+	s.list = append(s.list, span{from, to})
+	s.total += to.Sub(from)
 }
 
 // idleSince is how long the CPUs of the container's cpuset have been idle
@@ -242,12 +296,11 @@ func (m *cpuMeter) idleSince() (time.Duration, bool) {
 }
 
 // starved reports whether the host has starved the run since it began
-// (see cpuMeter): a thread of it waited for a CPU at least StarvedShare of
-// the time while its CPUs were idle for less than that share of one CPU.
+// (see cpuMeter): it waited for a CPU at least StarvedShare of the time while its CPUs were idle for less than that share of one CPU.
 // A host whose idle time cannot be read is taken at the thread's word.
 func (m *cpuMeter) starved() bool {
 	elapsed := time.Since(m.began)
-	if !sandbox.Starved(m.maxWaited(), elapsed) {
+	if !sandbox.Starved(m.queuedSince(), elapsed) {
 		return false
 	}
 	idle, ok := m.idleSince()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -34,22 +35,44 @@ import (
 // writer that goes on is the workload's own doing, and its wait at most
 // the drain of one cap's worth of bytes.
 
-// outputWrites maps, on the architectures whose numbers are listed, each
-// system call that can write into a pipe to the index of its argument
-// that names the file descriptor written. A call not listed (a 32-bit
+// The same holds for the container's standard input while the grader is
+// still writing it: a workload (or sginit, reading its trees first)
+// asleep reading an empty stdin pipe waits for the shim, the daemon and
+// this process to pass on the next bytes. Once the grader has written all
+// of it and closed its end, a read returns at once, so a workload cannot
+// make that wait its own allowance: it counts only while the grader is
+// still feeding (pipeWaits.feeding).
+
+// pipeCall maps, on the architectures whose numbers are listed, each
+// system call that moves bytes through a pipe to the index of its argument
+// that names the file descriptor. A call not listed (a 32-bit
 // compatibility call, say) is never counted: the workload only loses the
 // allowance.
-var outputWrites = map[string]map[int64]int{
-	"amd64": {1: 0, 20: 0, 40: 0, 275: 2, 278: 0, 328: 0}, // write writev sendfile splice vmsplice pwritev2
-	"arm64": {64: 0, 66: 0, 71: 0, 76: 2, 75: 0, 287: 0},  // write writev sendfile splice vmsplice pwritev2
-}[runtime.GOARCH]
+type pipeCall map[int64]int
+
+var (
+	outputWrites = map[string]pipeCall{
+		"amd64": {1: 0, 20: 0, 40: 0, 275: 2, 278: 0, 328: 0}, // write writev sendfile splice vmsplice pwritev2
+		"arm64": {64: 0, 66: 0, 71: 0, 76: 2, 75: 0, 287: 0},  // write writev sendfile splice vmsplice pwritev2
+	}[runtime.GOARCH]
+	inputReads = map[string]pipeCall{
+		"amd64": {0: 0, 19: 0, 275: 0, 327: 0}, // read readv splice preadv2
+		"arm64": {63: 0, 65: 0, 76: 0, 286: 0}, // read readv splice preadv2
+	}[runtime.GOARCH]
+)
 
 // outputPipes returns the pipes a container's first process has as its
 // standard output and error ("pipe:[INODE]", as /proc shows them); nil
 // when there are none or they cannot be read.
-func outputPipes(pid int) []string {
+func outputPipes(pid int) []string { return pipesOf(pid, "1", "2") }
+
+// inputPipe returns the pipe a container's first process has as its
+// standard input, or nil.
+func inputPipe(pid int) []string { return pipesOf(pid, "0") }
+
+func pipesOf(pid int, fds ...string) []string {
 	var out []string
-	for _, fd := range []string{"1", "2"} {
+	for _, fd := range fds {
 		link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + fd)
 		if err == nil && bytes.HasPrefix([]byte(link), []byte("pipe:[")) {
 			out = append(out, link)
@@ -59,12 +82,18 @@ func outputPipes(pid int) []string {
 }
 
 // writingTo reports whether thread tid is asleep in a system call writing
-// into one of pipes. /proc/TID/syscall names the call and its arguments
-// while the thread is blocked in it and says "running" otherwise; reading
-// it needs the right to trace the thread, and a thread that cannot be
-// read is not counted.
-func writingTo(tid int, pipes []string) bool {
-	if len(pipes) == 0 || outputWrites == nil {
+// into one of pipes; readingFrom, reading from one of them.
+func writingTo(tid int, pipes []string) bool { return blockedOn(tid, outputWrites, pipes) }
+
+func readingFrom(tid int, pipes []string) bool { return blockedOn(tid, inputReads, pipes) }
+
+// blockedOn reports whether thread tid is asleep in one of calls on one of
+// pipes. /proc/TID/syscall names the call and its arguments while the
+// thread is blocked in it and says "running" otherwise; reading it needs
+// the right to trace the thread, and a thread that cannot be read is not
+// counted.
+func blockedOn(tid int, calls pipeCall, pipes []string) bool {
+	if len(pipes) == 0 || calls == nil {
 		return false
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/syscall")
@@ -79,7 +108,7 @@ func writingTo(tid int, pipes []string) bool {
 	if err != nil {
 		return false
 	}
-	arg, ok := outputWrites[nr]
+	arg, ok := calls[nr]
 	if !ok {
 		return false
 	}
@@ -91,36 +120,41 @@ func writingTo(tid int, pipes []string) bool {
 	if err != nil {
 		return false
 	}
-	for _, p := range pipes {
-		if link == p {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(pipes, link)
 }
 
 // pipeWaits accumulates the time the container was found waiting for the
-// host to read its output, reading by reading: an interval counts whole
-// when the reading at its end finds any thread asleep writing into the
-// container's output pipes, and once however many are.
+// host, reading by reading: an interval counts whole when the reading at
+// its end finds any thread asleep writing into the container's output
+// pipes, or reading its input pipe while the grader still feeds it, and
+// once however many are.
 type pipeWaits struct {
 	pipes []string
-	// counting says whether the waits still count (both streams under
-	// their caps); nil counts always.
+	// counting says whether the output waits still count (both streams
+	// under their caps); nil counts always.
 	counting func() bool
-	last     time.Time
-	waited   time.Duration
+	// in is the container's input pipe; feeding says whether the grader
+	// is still writing it (nil: it is not).
+	in      []string
+	feeding func() bool
+	last    time.Time
+	waited  time.Duration
 }
 
 // sample looks at the threads tids now.
 func (w *pipeWaits) sample(tids []int, now time.Time) {
 	since := now.Sub(w.last)
 	w.last = now
-	if len(w.pipes) == 0 || since <= 0 || (w.counting != nil && !w.counting()) {
+	if since <= 0 {
+		return
+	}
+	out := len(w.pipes) > 0 && (w.counting == nil || w.counting())
+	in := len(w.in) > 0 && w.feeding != nil && w.feeding()
+	if !out && !in {
 		return
 	}
 	for _, tid := range tids {
-		if writingTo(tid, w.pipes) {
+		if out && writingTo(tid, w.pipes) || in && readingFrom(tid, w.in) {
 			w.waited += since
 			return
 		}

@@ -142,3 +142,80 @@ func TestOutputPipeWait(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestInputPipeWait: a real process asleep reading an empty pipe is seen
+// reading that pipe and not another, and the time counts while the writer
+// of the pipe is still feeding it, never after: a reader that waits on a
+// pipe the grader has finished with is waiting on its own.
+func TestInputPipeWait(t *testing.T) {
+	if inputReads == nil {
+		t.Skip("no read calls listed for this architecture")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	other, otherW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	defer otherW.Close()
+	cmd := exec.Command("head", "-c", "1")
+	cmd.Stdin = r
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	pid := cmd.Process.Pid
+	in := inputPipe(pid)
+	if len(in) != 1 {
+		t.Fatalf("inputPipe = %v, want the one pipe", in)
+	}
+	elsewhere, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(other.Fd())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !readingFrom(pid, in) {
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+			t.Fatalf("the reader was never seen asleep in its read (syscall: %q)", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if readingFrom(pid, []string{elsewhere}) || writingTo(pid, in) {
+		t.Error("a read of one pipe was counted as a read of another, or as a write")
+	}
+	feeding := true
+	pw := pipeWaits{in: in, feeding: func() bool { return feeding }, last: time.Now()}
+	time.Sleep(100 * time.Millisecond)
+	pw.sample([]int{pid}, time.Now())
+	if got := pw.total(); got < 100*time.Millisecond {
+		t.Errorf("counted %v of a wait of at least 100 ms while the writer fed the pipe", got)
+	}
+	counted := pw.total()
+	feeding = false
+	time.Sleep(50 * time.Millisecond)
+	pw.sample([]int{pid}, time.Now())
+	if pw.total() != counted {
+		t.Errorf("after the writer was done the wait still counts: %v, was %v", pw.total(), counted)
+	}
+	none := pipeWaits{in: in, last: time.Now()}
+	time.Sleep(20 * time.Millisecond)
+	none.sample([]int{pid}, time.Now())
+	if none.total() != 0 {
+		t.Errorf("an input wait without a feeder counted %v", none.total())
+	}
+	if _, err := w.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}

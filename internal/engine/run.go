@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types"
@@ -396,8 +397,13 @@ func (p *Prepared) drive(ctx context.Context) (*Result, error) {
 	d, id, spec, lim, a := p.d, p.id, p.spec, p.lim, p.armed
 	res := &Result{ID: id, ImageID: p.imageID}
 	start := time.Now()
+	// fed is set once the grader has written all of the container's
+	// standard input (or given up on it): until then a read on it that
+	// waits is a wait for the host (pipewait.go).
+	var fed atomic.Bool
 	if p.withStdin() {
 		go func() {
+			defer fed.Store(true)
 			if p.initMode {
 				if err := initproto.Write(a.att.Conn, initArgv(spec), initTrees(spec)); err != nil {
 					_ = a.att.CloseWrite()
@@ -428,6 +434,7 @@ func (p *Prepared) drive(ctx context.Context) (*Result, error) {
 			wall = sandbox.Unmetered(lim.CPU)
 		} else {
 			m.out.counting = func() bool { return !a.stdout.Truncated() && !a.stderr.Truncated() }
+			m.out.feeding = func() bool { return !fed.Load() }
 			m.begin()
 			t := time.NewTicker(meterTick(lim.CPU))
 			defer t.Stop()
@@ -512,13 +519,13 @@ wait:
 		// What the cgroup counted up to the end (it may be gone by now:
 		// the last reading stands).
 		spent()
-		res.CPU, res.Waited, res.CPUMeasured = used, m.maxWaited(), true
+		res.CPU, res.Waited, res.CPUMeasured = used, m.queuedSince(), true
 		// At the end of the stretch, a run the host still held back (it
 		// starved it, or the workload's own time was under the backstop)
 		// says nothing about the workload.
 		if res.Limit == sandbox.LimitWall && (m.starved() || m.own(start, start.Add(res.Duration)) < wall) {
 			idle, _ := m.idleSince()
-			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time; a thread of it waited %v for a CPU, it waited %v for the grader to read its output, and its CPUs were idle %v in all",
+			return nil, fmt.Errorf("%w: container %.12s ran %v, its backstop of %v stretched as far as it goes, with %v of CPU time; it waited %v for a CPU, it waited %v for the grader to read its output, and its CPUs were idle %v in all",
 				sandbox.ErrOverloaded, id, res.Duration.Round(time.Millisecond), wall, used.Round(time.Millisecond), res.Waited.Round(time.Millisecond), m.outputWait().Round(time.Millisecond), idle.Round(time.Millisecond))
 		}
 	}

@@ -403,3 +403,36 @@ func TestParseCPUList(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueSpans: the container's wait for a CPU is the union of the spans
+// its threads' readings report, so that waits several threads sat through
+// together count once, and a wait reported late (the kernel adds it when
+// the thread gets the CPU) counts whole, not cut to the interval between
+// two readings.
+func TestQueueSpans(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var s spans
+	s.add(at(0), at(50))    // 0-50
+	s.add(at(20), at(60))   // overlaps: 0-60
+	s.add(at(100), at(120)) // apart: 0-60, 100-120
+	if s.total != 80*time.Millisecond || len(s.list) != 2 {
+		t.Fatalf("total %v in %d spans, want 80ms in 2", s.total, len(s.list))
+	}
+	// A wait of 600 ms reported at 700 covers 100-700 and swallows the
+	// span before it that it overlaps, not the one it does not.
+	s.add(at(100), at(700))
+	if s.total != 660*time.Millisecond || len(s.list) != 2 {
+		t.Fatalf("total %v in %d spans, want 660ms in 2", s.total, len(s.list))
+	}
+	// One reaching back past both merges all of them.
+	s.add(at(10), at(800))
+	if s.total != 800*time.Millisecond || len(s.list) != 1 {
+		t.Fatalf("total %v in %d spans, want 800ms in 1", s.total, len(s.list))
+	}
+	// Touching ends merge.
+	s.add(at(800), at(900))
+	if s.total != 900*time.Millisecond || len(s.list) != 1 {
+		t.Fatalf("total %v in %d spans, want 900ms in 1", s.total, len(s.list))
+	}
+}
