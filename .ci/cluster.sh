@@ -75,6 +75,12 @@ APISERVER_PORT=16443
 KUBELET_PORT=11250
 KUBELET_HEALTHZ_PORT=11248
 NODE=localhost
+# The node's address: the API server's node proxy (nodes/NAME/proxy, which
+# the backend reads each pod's CPU time through) refuses loopback
+# addresses, so the kubelet serves on an address of a dummy link of its
+# own, from the benchmarking range (RFC 2544), which nothing routes.
+NODE_LINK=sgnode0
+NODE_IP=198.18.0.2
 NAMESPACE=strictgrade
 # More namespaces for clients that share the cluster at the same time (CI
 # runs four parts side by side): tests that delete pods from outside or
@@ -270,7 +276,7 @@ CNI_CACHE=/var/lib/cni/results
 render() {
   sed -e "s|@STATE@|$STATE|g" -e "s|@PAUSE_IMAGE@|$PAUSE_IMAGE|g" -e "s|@NETWORK@|$NETWORK|g" \
     -e "s|@BRIDGE@|$BRIDGE|g" -e "s|@POD_SUBNET@|$POD_SUBNET|g" -e "s|@CGROUP_PARENT@|$CGROUP_PARENT|g" \
-    -e "s|@KUBELET_PORT@|$KUBELET_PORT|g" -e "s|@KUBELET_HEALTHZ_PORT@|$KUBELET_HEALTHZ_PORT|g" \
+    -e "s|@KUBELET_PORT@|$KUBELET_PORT|g" -e "s|@NODE_IP@|$NODE_IP|g" -e "s|@KUBELET_HEALTHZ_PORT@|$KUBELET_HEALTHZ_PORT|g" \
     -e "s|@GVISOR_HANDLER@|$GVISOR_HANDLER|g" -e "s|@RUNSC@|$GDIR/runsc|g" -e "s|@POD_PIDS@|$POD_PIDS|g" \
     "$CONF/$1" >"$2"
   if grep -n '@[A-Z_]*@' "$2" >&2; then die "unfilled placeholder in $2"; fi
@@ -370,7 +376,7 @@ certificates() {
     -out "$PKI/ca.crt" 2>/dev/null || die "could not make the cluster's CA"
   issue apiserver "/CN=kube-apiserver" serverAuth \
     "IP:127.0.0.1, IP:${SERVICE_RANGE%.0/*}.1, DNS:localhost, DNS:kubernetes, DNS:kubernetes.default, DNS:kubernetes.default.svc"
-  issue kubelet-serving "/CN=$NODE" serverAuth "IP:127.0.0.1, DNS:$NODE"
+  issue kubelet-serving "/CN=$NODE" serverAuth "IP:127.0.0.1, IP:$NODE_IP, DNS:$NODE"
   issue admin "/O=system:masters/CN=strictgrade-admin" clientAuth
   issue kubelet "/O=system:nodes/CN=system:node:$NODE" clientAuth
   issue apiserver-kubelet "/CN=kube-apiserver-kubelet-client" clientAuth
@@ -502,8 +508,18 @@ start_kubelet() {
   # (internal/seccomp.Name).
   mkdir -p "$STATE/kubelet/seccomp/strictgrade"
   cp "$HERE/../internal/seccomp/profile.json" "$STATE/kubelet/seccomp/strictgrade/strictgrade-sandbox-v1.json"
+  node_link
   start kubelet "$BIN/kubelet" --config="$STATE/kubelet.yaml" --kubeconfig="$STATE/kubelet.kubeconfig" \
-    --root-dir="$STATE/kubelet" --hostname-override="$NODE"
+    --root-dir="$STATE/kubelet" --hostname-override="$NODE" --node-ip="$NODE_IP"
+}
+
+# node_link: the dummy link that holds the node's address (NODE_IP).
+node_link() {
+  if ! ip link show "$NODE_LINK" >/dev/null 2>&1; then
+    ip link add "$NODE_LINK" type dummy || die "could not add the node's link $NODE_LINK"
+  fi
+  ip addr replace "$NODE_IP/32" dev "$NODE_LINK" || die "could not give $NODE_LINK the address $NODE_IP"
+  ip link set "$NODE_LINK" up || die "could not bring $NODE_LINK up"
 }
 
 # node_stop: the node dies as far as the cluster can tell: its kubelet is
@@ -568,7 +584,7 @@ up() {
     --service-account-key-file="$PKI/service-accounts.pub" \
     --service-account-signing-key-file="$PKI/service-accounts.key" \
     --kubelet-client-certificate="$PKI/apiserver-kubelet.crt" --kubelet-client-key="$PKI/apiserver-kubelet.key" \
-    --kubelet-certificate-authority="$PKI/ca.crt" --kubelet-preferred-address-types=Hostname \
+    --kubelet-certificate-authority="$PKI/ca.crt" --kubelet-preferred-address-types=InternalIP \
     --feature-gates=PodLogsQuerySplitStreams=true \
     --profiling=false
   wait_for apiserver "the apiserver to be ready" apiserver_ready
@@ -583,7 +599,7 @@ up() {
     --leader-elect=false --secure-port=0 --profiling=false
   start scheduler "$BIN/kube-scheduler" --config="$STATE/scheduler.yaml" --secure-port=0 --profiling=false
 
-  log "kubelet (node $NODE, 127.0.0.1:$KUBELET_PORT)"
+  log "kubelet (node $NODE, $NODE_IP:$KUBELET_PORT)"
   start_kubelet
   wait_for kubelet "node $NODE to be Ready" node_ready
 
@@ -726,6 +742,9 @@ down() {
   done
   if ip link show "$BRIDGE" >/dev/null 2>&1; then
     ip link delete "$BRIDGE" && log "removed bridge $BRIDGE"
+  fi
+  if ip link show "$NODE_LINK" >/dev/null 2>&1; then
+    ip link delete "$NODE_LINK" && log "removed link $NODE_LINK"
   fi
   local l
   for l in /var/log/containers/*.log; do

@@ -485,6 +485,52 @@ func TestWallClockOnReport(t *testing.T) {
 	}
 }
 
+// TestCPUBudgetMetered: on the test cluster, whose node the API server's
+// proxy reaches, a pod's CPU time is read from its node: a loop stops at
+// its budget (LimitCPU) having used about that much, well before the
+// backstop of twice the budget plus 2 s, and a sleeper stops at that
+// backstop (LimitWall) having used next to none. Under either runtime.
+func TestCPUBudgetMetered(t *testing.T) {
+	cfg, imgs := clusterConfig(t)
+	b := newBackend(t, cfg)
+	run := newRun(t)
+	defer assertNothingLeft(t, b, run)
+	const budget = 2 * time.Second
+	for _, c := range []struct {
+		mode  string
+		limit sandbox.Limit
+	}{{"spin", sandbox.LimitCPU}, {"sleep", sandbox.LimitWall}} {
+		t.Run(c.mode, func(t *testing.T) {
+			res, err := b.Run(t.Context(), sandbox.Spec{Run: run, Phase: "test", Image: imgs[0],
+				Cmd: []string{"/bin/probe", c.mode, "1h"}, Limits: sandbox.Limits{CPU: budget}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Exit != sandbox.ExitTimeout || res.Limit != c.limit || !res.CPUMeasured {
+				t.Fatalf("%s: exit %s limit %q measured %v (CPU %v after %v), want a timeout at %q, measured",
+					c.mode, res.Exit, res.Limit, res.CPUMeasured, res.CPU, res.Duration, c.limit)
+			}
+			switch c.mode {
+			case "spin":
+				if res.CPU < budget {
+					t.Errorf("stopped at its budget after %v of CPU", res.CPU)
+				}
+				if res.Duration >= sandbox.Backstop(budget) {
+					t.Errorf("stopped after %v, at the backstop of %v, not at the budget", res.Duration, sandbox.Backstop(budget))
+				}
+			case "sleep":
+				if res.CPU > budget/4 {
+					t.Errorf("a sleeper used %v of CPU", res.CPU)
+				}
+				if res.Duration < sandbox.Backstop(budget) {
+					t.Errorf("stopped after %v, before the backstop of %v", res.Duration, sandbox.Backstop(budget))
+				}
+			}
+			t.Logf("%s: %s at %q after %v, CPU %v", c.mode, res.Exit, res.Limit, res.Duration, res.CPU)
+		})
+	}
+}
+
 // TestWritableMountKept covers what a writable mount's volume holds on
 // this backend, whose volumes live beside the controller: the tree the
 // workload left, read back through the keeper and the firewall under the

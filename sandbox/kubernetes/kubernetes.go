@@ -102,7 +102,8 @@ type Backend struct {
 	log  *slog.Logger
 	vols *volumeStore
 
-	pool *warmPool // pods started ahead of time
+	pool  *warmPool // pods started ahead of time
+	meter *meter    // the pods' CPU time, from their nodes
 
 	imgMu  sync.Mutex
 	images map[string]string // image ref → image ID, resolved once
@@ -198,6 +199,7 @@ func newBackend(ctx context.Context, cfg Config, rc *rest.Config, cli kubernetes
 		return nil, fmt.Errorf("%w: volume directory: %v", sandbox.ErrPreflight, err)
 	}
 	b := &Backend{cfg: cfg, rest: rc, cli: cli, log: log, vols: vols, images: map[string]string{}}
+	b.meter = newMeter(b)
 	if _, err := cli.CoreV1().Namespaces().Get(ctx, cfg.Namespace, metav1.GetOptions{}); err != nil {
 		return nil, fmt.Errorf("%w: namespace %q: %v", sandbox.ErrPreflight, cfg.Namespace, err)
 	}

@@ -360,34 +360,71 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}()
 	// The kill waits ReportSlack past the limit for an end the kubelet
 	// reports late; the runtime's times then tell whether it overran.
-	// No CPU accounting is read from the cluster: a wall clock of the
-	// CPU budget stands in for it (sandbox.Unmetered).
+	// With a CPU budget, the container's CPU time read from its node
+	// (meter.go) decides and the wall clock is the backstop; where it
+	// cannot be read, a wall clock of the budget stands in for it
+	// (sandbox.Unmetered).
 	wall := lim.Wall
+	var watch *cpuWatch
+	var spentC <-chan struct{}
+	var lostC <-chan error
 	if lim.CPU > 0 {
-		wall = sandbox.Unmetered(lim.CPU)
+		if node := started.Spec.NodeName; node != "" && b.meter.metered() {
+			watch = b.meter.watch(runCtx, node, name, workContainer, lim.CPU)
+			spentC, lostC = watch.spent, watch.lost
+		} else {
+			wall = sandbox.Unmetered(lim.CPU)
+		}
 	}
 	timer := time.NewTimer(wall + b.cfg.ReportSlack)
 	defer timer.Stop()
 	var killedFor sandbox.ExitKind
-	select {
-	case <-done:
-		if waitErr == nil && overran(final, wall) {
-			killedFor = sandbox.ExitTimeout
-		}
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-timer.C:
+	var limit sandbox.Limit
+wait:
+	for {
 		select {
-		case <-done: // an exit that raced the timer is an exit
-		default:
-			killedFor = sandbox.ExitTimeout
+		case <-done:
+			if waitErr == nil && overran(final, wall) {
+				killedFor, limit = sandbox.ExitTimeout, sandbox.LimitWall
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			select {
+			case <-done: // an exit that raced the timer is an exit
+			default:
+				killedFor, limit = sandbox.ExitTimeout, sandbox.LimitWall
+			}
+		case <-spentC:
+			select {
+			case <-done: // an exit that raced the meter is an exit
+			default:
+				killedFor, limit = sandbox.ExitTimeout, sandbox.LimitCPU
+			}
+		case err := <-lostC:
+			// No reading can be taken: the budget becomes a wall clock,
+			// counted from the start.
+			b.log.Debug("kubernetes: the run's CPU budget is a wall clock", "pod", name, "err", err)
+			watch, spentC, lostC = nil, nil, nil
+			wall = sandbox.Unmetered(lim.CPU)
+			timer.Reset(max(wall+b.cfg.ReportSlack-time.Since(start), 0))
+			continue wait
+		case <-overflow:
+			killedFor = sandbox.ExitOutputLimit
+		case err := <-stdinLost:
+			return nil, err
 		}
-	case <-overflow:
-		killedFor = sandbox.ExitOutputLimit
-	case err := <-stdinLost:
-		return nil, err
+		break
 	}
 	res.Duration = time.Since(start)
+	if watch != nil {
+		res.CPU, res.CPUMeasured = watch.result()
+		// A workload that ended by itself past its budget (the readings
+		// are a quarter of a second apart) spent it all the same.
+		if killedFor == "" && waitErr == nil && res.CPUMeasured && res.CPU >= lim.CPU {
+			killedFor, limit = sandbox.ExitTimeout, sandbox.LimitCPU
+		}
+	}
 	stdout := &capbuf.Buffer{Max: outCap}
 	stderr := &capbuf.Buffer{Max: lim.StderrBytes}
 	if killedFor != "" {
@@ -412,9 +449,7 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 			}
 		}
 		res.Exit, res.Code = killedFor, 128+9
-		if killedFor == sandbox.ExitTimeout {
-			res.Limit = sandbox.LimitWall
-		}
+		res.Limit = limit
 		res.Stdout, res.StdoutTruncated = stdout.Result()
 		res.Stderr, res.StderrTruncated = stderr.Result()
 		if spec.StreamOut != nil {
