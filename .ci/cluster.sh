@@ -77,8 +77,9 @@ KUBELET_HEALTHZ_PORT=11248
 NODE=localhost
 # The node's address: the API server's node proxy (nodes/NAME/proxy, which
 # the backend reads each pod's CPU time through) refuses loopback
-# addresses, so the kubelet serves on an address of a dummy link of its
-# own, from the benchmarking range (RFC 2544), which nothing routes.
+# addresses, so the kubelet serves on an address of a link of its own (a
+# bridge with no ports: this kernel has no dummy links), from the
+# benchmarking range (RFC 2544), which nothing routes.
 NODE_LINK=sgnode0
 NODE_IP=198.18.0.2
 NAMESPACE=strictgrade
@@ -513,10 +514,10 @@ start_kubelet() {
     --root-dir="$STATE/kubelet" --hostname-override="$NODE" --node-ip="$NODE_IP"
 }
 
-# node_link: the dummy link that holds the node's address (NODE_IP).
+# node_link: the link that holds the node's address (NODE_IP).
 node_link() {
   if ! ip link show "$NODE_LINK" >/dev/null 2>&1; then
-    ip link add "$NODE_LINK" type dummy || die "could not add the node's link $NODE_LINK"
+    ip link add "$NODE_LINK" type bridge || die "could not add the node's link $NODE_LINK"
   fi
   ip addr replace "$NODE_IP/32" dev "$NODE_LINK" || die "could not give $NODE_LINK the address $NODE_IP"
   ip link set "$NODE_LINK" up || die "could not bring $NODE_LINK up"
