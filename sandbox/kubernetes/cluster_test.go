@@ -492,6 +492,7 @@ func TestWallClockOnReport(t *testing.T) {
 // backstop (LimitWall) having used next to none. Under either runtime.
 func TestCPUBudgetMetered(t *testing.T) {
 	cfg, imgs := clusterConfig(t)
+	cfg.MeterCPU = true
 	b := newBackend(t, cfg)
 	run := newRun(t)
 	defer assertNothingLeft(t, b, run)

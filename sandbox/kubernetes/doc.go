@@ -63,11 +63,12 @@
 // (CopyInOptions.Writable or not): the read-only mount is what keeps the
 // workload from changing it.
 //
-// A CPU-time budget (Limits.CPU) is metered from the work container's CPU
-// time as its node's kubelet reads it (the summary API, through the API
-// server's node proxy; meter.go): the pod is deleted once the budget is
-// used, and Limits.Wall is the backstop. That needs the right to get
-// nodes/proxy; without it the budget is a wall clock (sandbox.Unmetered).
+// With Config.MeterCPU, a CPU-time budget (Limits.CPU) is metered from the
+// work container's CPU time as its node's kubelet reads it (the summary
+// API, through the API server's node proxy; meter.go): the pod is deleted
+// once the budget is used, and Limits.Wall is the backstop. That needs the
+// right to get nodes/proxy. Without either, the budget is a wall clock
+// (sandbox.Unmetered).
 //
 // A deny-all NetworkPolicy selecting every managed pod is created by New.
 // Only a CNI plugin that implements NetworkPolicy enforces it; without one,

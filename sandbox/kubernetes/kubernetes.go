@@ -86,6 +86,16 @@ type Config struct {
 	// signal each other through locks, watches and the page cache of the
 	// image layers they share (TAXONOMY V11.9 to V11.11).
 	SeccompProfile string
+	// MeterCPU makes a CPU-time budget (Limits.CPU) CPU time, read from
+	// each pod's node (the kubelet's summary through the API server's
+	// node proxy, which needs the right to get nodes/proxy), with
+	// Limits.Wall as its backstop. Off, the budget is a wall clock of the
+	// budget plus 2 s (sandbox.Unmetered). It is off by default: under
+	// gVisor each reading has the runtime's shim run runsc once per
+	// container of the node, and with four proof matrices on one
+	// two-core node the cost has not been measured apart from the load
+	// (docs/time-limits.md).
+	MeterCPU bool
 	// QPS and Burst bound the client's request rate; zero means 100 and
 	// 200.
 	QPS   float32

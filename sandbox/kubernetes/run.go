@@ -360,16 +360,16 @@ func (p *prepared) Run(ctx context.Context) (*sandbox.Result, error) {
 	}()
 	// The kill waits ReportSlack past the limit for an end the kubelet
 	// reports late; the runtime's times then tell whether it overran.
-	// With a CPU budget, the container's CPU time read from its node
-	// (meter.go) decides and the wall clock is the backstop; where it
-	// cannot be read, a wall clock of the budget stands in for it
-	// (sandbox.Unmetered).
+	// With a CPU budget and MeterCPU, the container's CPU time read from
+	// its node (meter.go) decides and the wall clock is the backstop;
+	// otherwise, or where it cannot be read, a wall clock of the budget
+	// stands in for it (sandbox.Unmetered).
 	wall := lim.Wall
 	var watch *cpuWatch
 	var spentC <-chan struct{}
 	var lostC <-chan error
 	if lim.CPU > 0 {
-		if node := started.Spec.NodeName; node != "" && b.meter.metered() {
+		if node := started.Spec.NodeName; node != "" && b.cfg.MeterCPU && b.meter.metered() {
 			watch = b.meter.watch(runCtx, node, name, workContainer, lim.CPU)
 			spentC, lostC = watch.spent, watch.lost
 		} else {
