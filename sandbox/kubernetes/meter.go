@@ -190,7 +190,7 @@ func (m *meter) watch(ctx context.Context, node, name, c string, budget time.Dur
 			}
 			w.mu.Lock()
 			switch {
-			case errors.Is(err, errUnmetered) && !w.based:
+			case errors.Is(err, errUnmetered):
 				w.mu.Unlock()
 				w.lost <- err
 				return

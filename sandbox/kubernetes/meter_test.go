@@ -87,9 +87,15 @@ func TestWatchSpendsFromTheStart(t *testing.T) {
 	f.set(0, errors.New("the kubelet is slow")) // tried again, not lost
 	time.Sleep(2 * meterEvery)
 	f.set(3*time.Second+900*time.Millisecond, nil)
-	time.Sleep(2 * meterEvery)
-	if used, ok := w.result(); !ok || used != 900*time.Millisecond {
-		t.Fatalf("used %v (measured %v), want 900ms", used, ok)
+	// Polled, not slept on: a loaded machine may hold the watch back.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		used, ok := w.result()
+		if ok && used == 900*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("used %v (measured %v), want 900ms", used, ok)
+		}
 	}
 	f.set(4*time.Second+100*time.Millisecond, nil)
 	select {
@@ -134,12 +140,15 @@ func TestWatchWithoutTheRight(t *testing.T) {
 func TestNodeReadingsShared(t *testing.T) {
 	f := &fakeNode{used: time.Second}
 	m := testMeter(f)
+	start := time.Now()
 	for range 10 {
 		if _, ok, err := m.read(t.Context(), "n1", "pod", workContainer); err != nil || !ok {
 			t.Fatalf("read: %v %v", ok, err)
 		}
 	}
-	if f.calls != 1 {
-		t.Errorf("10 reads within %v made %d requests, want 1", meterEvery, f.calls)
+	// One request per interval that has begun (a loaded machine may
+	// stretch ten reads past one).
+	if most := 1 + int(time.Since(start)/meterEvery); f.calls > most || f.calls < 1 {
+		t.Errorf("10 reads in %v made %d requests, want 1 to %d", time.Since(start), f.calls, most)
 	}
 }
